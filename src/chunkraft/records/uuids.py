@@ -1,0 +1,42 @@
+"""Kafka's text form of a uuid: 22 characters of URL-safe base64 without padding.
+
+Kafka prints topic ids, incarnation ids and cluster ids this way (``kafka-topics --describe``
+shows ``TopicId: 3IPSYUjrQ2OeV-6w_vOjuA``), so chunkraft does too; the usual hex form is accepted
+on input as well.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+
+__all__ = ["kafka_uuid_str", "parse_kafka_uuid", "random_kafka_uuid"]
+
+
+def kafka_uuid_str(value: uuid.UUID) -> str:
+    """``uuid.UUID`` -> Kafka's 22-character base64 form."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """Kafka's base64 form or the canonical hex form -> ``uuid.UUID``; ValueError otherwise."""
+    if len(text) == 22:
+        try:
+            raw = base64.urlsafe_b64decode(text + "==")
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"not a uuid: {text!r}") from exc
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise ValueError(f"not a uuid: {text!r}") from None
+
+
+def random_kafka_uuid() -> uuid.UUID:
+    """A random uuid that is neither all zeros nor starts with '-' in text (as Kafka avoids)."""
+    while True:
+        value = uuid.uuid4()
+        if not kafka_uuid_str(value).startswith("-"):
+            return value
