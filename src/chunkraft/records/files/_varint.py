@@ -1,7 +1,7 @@
 """Unsigned varints (LEB128, as Kafka's ``writeUnsignedVarint``) for record length prefixes.
 
-The batch layer keeps its own copy rather than importing the record codec's: the file format must
-stay readable (for ``records dump --no-decode`` and recovery) even when the codec cannot load.
+The length prefix belongs to the file format, not to the record codec, so the batch layer keeps
+its own small copy: a change to the codec's internals can never change how files are framed.
 """
 
 from __future__ import annotations
