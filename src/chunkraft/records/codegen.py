@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chunkraft.errors import RecordDecodeError
-from chunkraft.records.schema import FieldSpec, FieldType, StructSchema, schema_of
+from chunkraft.records.schema import Check, FieldSpec, FieldType, StructSchema, schema_of
 
 __all__ = ["Decoder", "Encoder", "build_decoder", "build_encoder", "read_uvarint", "uvarint"]
 
@@ -36,6 +36,7 @@ _FIXED_FORMATS: dict[FieldType, str] = {
     FieldType.INT64: "q",
     FieldType.UUID: "16s",
 }
+_INT_TYPES = (FieldType.INT8, FieldType.INT16, FieldType.INT32, FieldType.INT64)
 _ITEM_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "q": 8, "16s": 16}
 
 _UVARINT_SMALL = [bytes([n]) for n in range(128)]
@@ -71,21 +72,21 @@ def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
             raise RecordDecodeError("varint longer than 10 bytes", start)
 
 
-class _PackedArrays:
-    """Caches one ``struct.Struct`` per (item format, count) so arrays pack in one call."""
+class _PackedArrays(dict[int, struct.Struct]):
+    """One ``struct.Struct`` per item count, so an array packs or unpacks in one C call.
+
+    A dict subclass: lookups of known counts stay in C; ``__missing__`` builds new ones.
+    """
 
     def __init__(self, fmt: str, with_length_prefix: bool) -> None:
+        super().__init__()
         self._fmt = fmt
-        self._prefix = with_length_prefix
-        self._cache: dict[int, struct.Struct] = {}
+        self._head = "B" if with_length_prefix else ""
 
-    def __getitem__(self, count: int) -> struct.Struct:
-        found = self._cache.get(count)
-        if found is None:
-            head = "B" if self._prefix else ""
-            found = struct.Struct(f">{head}{count}{self._fmt}")
-            if count < 1024:
-                self._cache[count] = found
+    def __missing__(self, count: int) -> struct.Struct:
+        found = struct.Struct(f">{self._head}{count}{self._fmt}")
+        if count < 1024:
+            self[count] = found
         return found
 
 
@@ -104,6 +105,11 @@ def _uuid_from(raw: bytes) -> uuid.UUID:
     return found
 
 
+# Distinct replica lists are bounded by the combinations of brokers a cluster uses, so this
+# table stays small while saving two tuples per partition or chunk record held in an image.
+_ID_TUPLES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 class _Namespace:
     """Collects the helper objects that generated source refers to by name."""
 
@@ -112,9 +118,11 @@ class _Namespace:
             "uvarint": uvarint,
             "read_uvarint": read_uvarint,
             "uuid_from": _uuid_from,
+            "uuid_cached": _UUID_CACHE.get,
             "RecordDecodeError": RecordDecodeError,
             "struct_error": struct.error,
             "tuple_new": tuple.__new__,
+            "intern_ids": _ID_TUPLES.setdefault,
         }
         self._count = 0
 
@@ -212,8 +220,7 @@ def _default_test(spec: FieldSpec, var: str, ns: _Namespace) -> str:
         return f"{var} is not None"
     if spec.default == ():
         return f"{var}"
-    default = ns.add(spec.default, "d")
-    return f"{var} != {default}"
+    return f"{var} != {_literal(spec.default, ns)}"
 
 
 def build_encoder(schema: StructSchema, version: int, prefix: bytes = b"") -> Encoder:
@@ -279,15 +286,21 @@ def _decode_value_lines(spec: FieldSpec, var: str, version: int, ns: _Namespace)
         lines.append(f"    raise RecordDecodeError('{spec.name}: null in a non-nullable field', pos - 1)")
     lines += ["else:", "    n -= 1"]
     if spec.array:
-        lines.append(
-            f"    if n > end - pos: raise RecordDecodeError('{spec.name}: array of ' + str(n) + "
-            "' items runs past the end', pos)"
-        )
-        if spec.type in (FieldType.INT32, FieldType.INT16, FieldType.INT64, FieldType.INT8):
+        # Fixed-width arrays need no length guard: unpack_from fails on short input, and the
+        # caller checks that the record ends exactly at ``end``.
+        if spec.type not in _INT_TYPES:
+            lines.append(
+                f"    if n > end - pos: raise RecordDecodeError('{spec.name}: array of ' + str(n) + "
+                "' items runs past the end', pos)"
+            )
+        if spec.type in _INT_TYPES:
             fmt = _FIXED_FORMATS[spec.type]
             plain = ns.add(_PackedArrays(fmt, with_length_prefix=False), "arr")
             size = _ITEM_SIZES[fmt]
             lines += [f"    {var} = {plain}[n].unpack_from(buf, pos)", f"    pos += {size} * n"]
+            if spec.check is Check.BROKER_ID:
+                # Replica lists repeat across millions of partitions and chunks: share them.
+                lines.append(f"    {var} = intern_ids({var}, {var})")
         elif spec.type is FieldType.UUID:
             lines += [
                 f"    if n == 0: {var} = ()",
@@ -336,8 +349,16 @@ def _decode_fixed_lines(group: list[FieldSpec], ns: _Namespace) -> list[str]:
     lines = [f"({targets},) = {name}.unpack_from(buf, pos); pos += {unpacker.size}"]
     for spec in group:
         if spec.type is FieldType.UUID:
-            lines.append(f"f_{spec.name} = uuid_from(f_{spec.name})")
+            var = f"f_{spec.name}"
+            lines.append(f"{var} = uuid_cached({var}) or uuid_from({var})")
     return lines
+
+
+def _literal(value: Any, ns: _Namespace) -> str:
+    """Source text for a default: a literal where possible (faster than a global lookup)."""
+    if value is None or isinstance(value, bool | int) or value == ():
+        return repr(value)
+    return ns.add(value, "d")
 
 
 def build_decoder(schema: StructSchema, version: int) -> Decoder:
@@ -351,7 +372,7 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
     inner: list[str] = []
     for spec in schema.fields:
         if spec.tagged or not spec.present_in(version):
-            inner.append(f"f_{spec.name} = {ns.add(spec.default, 'd')}")
+            inner.append(f"f_{spec.name} = {_literal(spec.default, ns)}")
     for group in _runs(untagged):
         if _is_fixed(group[0]):
             inner += _decode_fixed_lines(group, ns)
