@@ -1,0 +1,1 @@
+"""The controller: validates operations into records, commits them, and replays them into images."""
