@@ -1,0 +1,21 @@
+"""The ``chunkraft`` command line: :mod:`.main` builds the parser, one module per subcommand.
+
+A subcommand module exposes ``register(commands)``, which adds its parser to ``commands`` (an
+argparse subparsers object) and sets ``handler`` (``Namespace -> exit status``) as a default;
+:mod:`.main` lists the ``register`` functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+__all__ = ["Handler", "Subcommands"]
+
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+"""What a subcommand runs: parsed arguments in, process exit status out."""
+
+if TYPE_CHECKING:
+    # argparse's subparsers type is generic only in the stubs, so the alias exists for mypy only.
+    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
