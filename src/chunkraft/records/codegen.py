@@ -167,15 +167,21 @@ def _encode_value_lines(spec: FieldSpec, var: str, version: int, ns: _Namespace)
             plain = ns.add(_PackedArrays(fmt, with_length_prefix=False), "arr")
             lines += [
                 f"    n = len({var})",
-                "    if n < 127:",
+                "    if n == 0:",
+                "        a(b'\\x01')",
+                "    elif n < 127:",
                 f"        a({packed}[n].pack(n + 1, *{var}))",
                 "    else:",
                 f"        a(uvarint(n + 1)); a({plain}[n].pack(*{var}))",
             ]
         elif spec.type is FieldType.UUID:
             lines += [
-                f"    a(uvarint(len({var}) + 1))",
-                f"    for item in {var}: a(item.bytes)",
+                f"    n = len({var})",
+                "    if n == 0:",
+                "        a(b'\\x01')",
+                "    else:",
+                "        a(uvarint(n + 1))",
+                f"        for item in {var}: a(item.bytes)",
             ]
         elif spec.type is FieldType.STRING:
             lines += [
@@ -274,6 +280,27 @@ def build_encoder(schema: StructSchema, version: int, prefix: bytes = b"") -> En
 
 def _decode_value_lines(spec: FieldSpec, var: str, version: int, ns: _Namespace) -> list[str]:
     """Lines that read one non-fixed field at ``pos`` into ``var``, advancing ``pos``."""
+    general = _decode_value_general(spec, var, version, ns)
+    if not spec.array:
+        return general
+    # Fast paths for the common shapes: an empty array, and a short array of integers.
+    lines = ["n = buf[pos]", "if n == 1:", f"    {var} = (); pos += 1"]
+    if spec.type in _INT_TYPES:
+        fmt = _FIXED_FORMATS[spec.type]
+        plain = ns.add(_PackedArrays(fmt, with_length_prefix=False), "arr")
+        size = _ITEM_SIZES[fmt]
+        lines += [
+            "elif 1 < n < 128:",
+            "    n -= 1",
+            f"    {var} = {plain}[n].unpack_from(buf, pos + 1); pos += 1 + {size} * n",
+        ]
+        if spec.check is Check.BROKER_ID:
+            lines.append(f"    {var} = intern_ids({var}, {var})")
+    lines.append("else:")
+    return lines + ["    " + line for line in general]
+
+
+def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespace) -> list[str]:
     nullable = spec.nullable_in(version)
     lines = [
         "n = buf[pos]; pos += 1",
