@@ -94,14 +94,17 @@ _UUID_CACHE: dict[bytes, uuid.UUID] = {}
 _UUID_CACHE_LIMIT = 1 << 16
 
 
-def _uuid_from(raw: bytes) -> uuid.UUID:
+def _uuid_from(raw: Any) -> uuid.UUID:
     # Topic ids repeat in every partition and chunk record: reuse the UUID objects (saves time
-    # and memory when millions of records name the same topics).
-    found = _UUID_CACHE.get(raw)
+    # and memory when millions of records name the same topics). The key is always bytes (a
+    # no-op for bytes): a bytearray slice is unhashable, and a memoryview key would pin the
+    # whole buffer it views (an mmap could then never be closed).
+    key = bytes(raw)
+    found = _UUID_CACHE.get(key)
     if found is None:
         if len(_UUID_CACHE) >= _UUID_CACHE_LIMIT:
             _UUID_CACHE.clear()
-        found = _UUID_CACHE[raw] = uuid.UUID(bytes=bytes(raw))
+        found = _UUID_CACHE[key] = uuid.UUID(bytes=key)
     return found
 
 
@@ -225,7 +228,8 @@ def _default_test(spec: FieldSpec, var: str, ns: _Namespace) -> str:
     if spec.default is None:
         return f"{var} is not None"
     if spec.default == ():
-        return f"{var}"
+        # Not plain truthiness: None (or any other wrong value) must be written, and fail there.
+        return f"{var} != ()"
     return f"{var} != {_literal(spec.default, ns)}"
 
 
@@ -258,9 +262,9 @@ def build_encoder(schema: StructSchema, version: int, prefix: bytes = b"") -> En
         if _is_fixed(spec):
             fmt = ">" + _FIXED_FORMATS[spec.type]
             packer = ns.add(struct.Struct(fmt), "s")
-            prefix = ns.add(header + uvarint(struct.calcsize(fmt)), "tag")
+            tag_prefix = ns.add(header + uvarint(struct.calcsize(fmt)), "tag")
             value = f"{var}.bytes" if spec.type is FieldType.UUID else var
-            body.append(f"    tags.append({prefix} + {packer}.pack({value}))")
+            body.append(f"    tags.append({tag_prefix} + {packer}.pack({value}))")
             continue
         body.append("    sub = []; a = sub.append")
         inner = _encode_value_lines(spec, var, version, ns)
@@ -316,9 +320,11 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
         # Fixed-width arrays need no length guard: unpack_from fails on short input, and the
         # caller checks that the record ends exactly at ``end``.
         if spec.type not in _INT_TYPES:
+            # Every item takes at least one byte, a uuid sixteen.
+            need = "16 * n" if spec.type is FieldType.UUID else "n"
             lines.append(
-                f"    if n > end - pos: raise RecordDecodeError('{spec.name}: array of ' + str(n) + "
-                "' items runs past the end', pos)"
+                f"    if {need} > end - pos: raise RecordDecodeError('{spec.name}: array of ' "
+                "+ str(n) + ' items runs past the end', pos)"
             )
         if spec.type in _INT_TYPES:
             fmt = _FIXED_FORMATS[spec.type]
@@ -342,8 +348,12 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
                 "    items = []",
                 "    for _ in range(n):",
                 "        m, pos = read_uvarint(buf, pos)",
-                f"        if m == 0: raise RecordDecodeError('{spec.name}: null string in array', pos)",
-                "        items.append(str(buf[pos:pos + m - 1], 'utf-8')); pos += m - 1",
+                "        if m == 0:",
+                f"            raise RecordDecodeError('{spec.name}: null string in array', pos - 1)",
+                "        m -= 1",
+                "        if m > end - pos:",
+                f"            raise RecordDecodeError('{spec.name}: string runs past the end', pos)",
+                "        items.append(str(buf[pos:pos + m], 'utf-8')); pos += m",
                 f"    {var} = tuple(items)",
             ]
         elif spec.type is FieldType.STRUCT:
