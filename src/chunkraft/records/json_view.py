@@ -7,7 +7,6 @@ rejects unknown types, unknown or missing-in-version fields and wrongly typed va
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from chunkraft.errors import RecordValidationError

@@ -9,6 +9,7 @@ is described: the codec, the JSON view, the value checks and the schema lock are
 
 from __future__ import annotations
 
+import builtins
 import enum
 import typing
 import uuid
@@ -125,7 +126,7 @@ class FieldSpec:
     tag: int | None = None
     nullable: VersionRange | None = None
     check: Check = Check.NONE
-    struct: type | None = None
+    struct: builtins.type | None = None  # the field named ``type`` shadows the builtin here
     name: str = ""
     default: Any = None
 
@@ -182,7 +183,7 @@ UUID_ARRAY = _spec_factory(FieldType.UUID, array=True)
 STRING_ARRAY = _spec_factory(FieldType.STRING, array=True)
 
 
-def STRUCT_ARRAY(  # noqa: N802 - reads like the other type constructors
+def STRUCT_ARRAY(
     struct: type,
     versions: str,
     about: str,
@@ -288,13 +289,13 @@ def _with(spec: FieldSpec, **changes: Any) -> FieldSpec:
 def _type_safe_equality(cls: type) -> None:
     # NamedTuples compare equal to any tuple with the same values, so a TopicRecord could equal a
     # RemoveTopicRecord; records compare by type too.
-    def __eq__(self: tuple[Any, ...], other: object) -> bool:  # noqa: N807
-        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+    def __eq__(self: tuple[Any, ...], other: object) -> bool:
+        return type(self) is type(other) and tuple.__eq__(self, other)
 
-    def __ne__(self: tuple[Any, ...], other: object) -> bool:  # noqa: N807
+    def __ne__(self: tuple[Any, ...], other: object) -> bool:
         return not __eq__(self, other)
 
-    def __hash__(self: tuple[Any, ...]) -> int:  # noqa: N807
+    def __hash__(self: tuple[Any, ...]) -> int:
         return hash((type(self).__name__, tuple.__hash__(self)))
 
     cls.__eq__ = __eq__  # type: ignore[method-assign,assignment]
@@ -310,7 +311,9 @@ def record_struct(cls: type[_T]) -> type[_T]:
     return cls
 
 
-def metadata_record(api_key: int, valid_versions: str, about: str) -> Callable[[type[_T]], type[_T]]:
+def metadata_record(
+    api_key: int, valid_versions: str, about: str
+) -> Callable[[type[_T]], type[_T]]:
     """Declares a NamedTuple as the metadata record with this apiKey and these versions."""
 
     def register(cls: type[_T]) -> type[_T]:
