@@ -124,7 +124,7 @@ def record_from_json(obj: dict[str, Any]) -> Any:
     if schema is None:
         raise RecordValidationError("Record", "type", f"unknown record type {type_name!r}")
     version = obj.get("version", latest_version(schema.cls))
-    if not isinstance(version, int) or version not in schema.versions:
+    if not isinstance(version, int) or isinstance(version, bool) or version not in schema.versions:
         raise _fail(schema, "version", f"unknown version {version!r}")
     data = obj.get("data", {})
     if not isinstance(data, dict):

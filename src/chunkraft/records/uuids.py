@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import uuid
 
 __all__ = ["kafka_uuid_str", "parse_kafka_uuid", "random_kafka_uuid"]
+
+# Kafka decodes with Java's URL-safe decoder, which refuses '+' and '/' (Python's accepts them).
+_KAFKA_FORM = re.compile(r"[A-Za-z0-9_-]{22}")
 
 
 def kafka_uuid_str(value: uuid.UUID) -> str:
@@ -21,7 +25,7 @@ def kafka_uuid_str(value: uuid.UUID) -> str:
 
 def parse_kafka_uuid(text: str) -> uuid.UUID:
     """Kafka's base64 form or the canonical hex form -> ``uuid.UUID``; ValueError otherwise."""
-    if len(text) == 22:
+    if _KAFKA_FORM.fullmatch(text):
         try:
             raw = base64.urlsafe_b64decode(text + "==")
         except (binascii.Error, ValueError) as exc:
