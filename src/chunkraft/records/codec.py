@@ -83,17 +83,18 @@ def encode_record(record: Any, version: int | None = None) -> bytes:
         raise RecordEncodeError(f"cannot encode {cls.__name__} v{shown}: {exc}") from None
 
 
-def _decoder(api_key: int, version: int, position: int) -> Decoder:
+def _decoder(api_key: int, version: int, key_position: int) -> Decoder:
+    """The decoder of a framed body; errors name the apiKey byte or the version byte after it."""
     found = _DECODERS.get((api_key, version))
     if found is None:
         schema = record_schema(api_key)
         if schema is None:
-            raise RecordDecodeError(f"unknown record apiKey {api_key}", position)
+            raise RecordDecodeError(f"unknown record apiKey {api_key}", key_position)
         if version not in schema.versions:
             raise RecordDecodeError(
                 f"{schema.name} version {version} is not known "
                 f"(valid: {schema.valid_versions})",
-                position,
+                key_position + 1,
             )
         found = _DECODERS[(api_key, version)] = build_decoder(schema, version)
     return found
@@ -124,7 +125,7 @@ def decode_record_from(buf: Any, pos: int, end: int) -> Any:
         raise RecordDecodeError(f"unknown frame version {frame}", start)
     api_key, pos = _read_small_uvarint(buf, pos, end, "apiKey")
     version, pos = _read_small_uvarint(buf, pos, end, "record version")
-    record, pos = _decoder(api_key, version, start)(buf, pos, end)
+    record, pos = _decoder(api_key, version, start + 1)(buf, pos, end)
     if pos != end:
         _length_mismatch(record, pos, end)
     return record
