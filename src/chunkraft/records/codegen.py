@@ -240,9 +240,10 @@ def build_encoder(schema: StructSchema, version: int, prefix: bytes = b"") -> En
     absent = [f for f in schema.fields if not f.present_in(version)]
     untagged = [f for f in present if not f.tagged]
     tagged = sorted((f for f in present if f.tagged), key=lambda f: f.tag or 0)
-    names = ", ".join(f"f_{f.name}" for f in schema.fields)
+    # "f_a, f_b, " unpacks and packs a tuple of any length, including none (NoOpRecord).
+    names = "".join(f"f_{f.name}, " for f in schema.fields)
     first = ns.add(prefix, "prefix") if prefix else ""
-    body = [f"({names},) = obj", f"parts = [{first}]", "a = parts.append"]
+    body = [f"({names}) = obj", f"parts = [{first}]", "a = parts.append"]
     for spec in absent:
         test = _default_test(spec, f"f_{spec.name}", ns)
         body += [
@@ -450,8 +451,8 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
         inner.append("        pos = field_end")
     else:
         inner.append("    pos = field_end")
-    names = ", ".join(f"f_{f.name}" for f in schema.fields)
-    inner.append(f"return tuple_new({cls}, ({names},)), pos")
+    names = "".join(f"f_{f.name}, " for f in schema.fields)
+    inner.append(f"return tuple_new({cls}, ({names})), pos")
     body += ["    " + line for line in inner]
     body += [
         "except (struct_error, IndexError):",
