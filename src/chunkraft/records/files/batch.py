@@ -16,12 +16,13 @@ All integers are big-endian; docs/file-format.md is the reference for the layout
 
 from __future__ import annotations
 
+import operator
 import struct
 import uuid
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from chunkraft.errors import CorruptBatchError, TornTailError
@@ -117,17 +118,16 @@ class Batch:
 
 
 def _frame_records(records: Sequence[bytes]) -> bytes:
-    lengths = list(map(len, records))
-    if not lengths:
-        return b""
-    if max(lengths) < 0x80:
-        # Fast path: every prefix is one byte, and the whole interleave runs in C.
-        prefixes = map(SMALL_PREFIXES.__getitem__, lengths)
-        return b"".join(chain.from_iterable(zip(prefixes, records, strict=True)))
-    parts: list[bytes] = []
-    for length, record in zip(lengths, records, strict=True):
-        parts.append(encode_uvarint(length))
-        parts.append(record)
+    """The records of a batch, each behind its uvarint length."""
+    if len(records) < 2:  # itemgetter below returns a bare item, not a tuple, for one index
+        return b"".join(encode_uvarint(len(record)) + record for record in records)
+    parts: list[bytes] = [b""] * (2 * len(records))
+    try:
+        # Fast path, all in C: every record is under 128 bytes, so its prefix is one table entry.
+        parts[::2] = operator.itemgetter(*map(len, records))(SMALL_PREFIXES)
+    except IndexError:
+        parts[::2] = [encode_uvarint(len(record)) for record in records]
+    parts[1::2] = records
     return b"".join(parts)
 
 
@@ -192,24 +192,26 @@ def encode_record_batch(
 
 def _split_records(data: bytes, position: int, end: int, count: int) -> list[bytes] | None:
     """The ``count`` length-prefixed records filling ``data[position:end]`` exactly, or None."""
+    if not 0 <= count <= end - position:  # every record takes at least its prefix byte
+        return None
     records: list[bytes] = []
     append = records.append
-    for _ in range(count):
-        if position >= end:
-            return None
-        length = data[position]
-        if length < 0x80:  # the common case: a one-byte varint
-            position += 1
-        else:
-            decoded = decode_uvarint(data, position, end)
-            if decoded is None:
-                return None
-            length, position = decoded
-        stop = position + length
-        if stop > end:
-            return None
-        append(data[position:stop])
-        position = stop
+    try:
+        # The hot loop of every read: one index, one compare, one slice per record. No bounds
+        # checks inside: positions only grow, so a record running past ``end`` leaves ``position``
+        # beyond it (caught below) or makes the next index fail.
+        for _ in repeat(None, count):
+            length = data[position]
+            start = position + 1
+            if length >= 0x80:
+                decoded = decode_uvarint(data, position, end)
+                if decoded is None:
+                    return None
+                length, start = decoded
+            position = start + length
+            append(data[start:position])
+    except IndexError:
+        return None
     return records if position == end else None
 
 
@@ -275,7 +277,7 @@ def parse_batch(data: Any, position: int, end: int, path: str) -> Batch:
             path,
             position,
         )
-    records = _split_records(chunk, HEADER_SIZE, size, count) if count >= 0 else None
+    records = _split_records(chunk, HEADER_SIZE, size, count)
     if records is None:
         raise CorruptBatchError(
             f"batch at base offset {base_offset}: record count {count} does not match "

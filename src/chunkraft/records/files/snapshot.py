@@ -14,7 +14,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -305,4 +305,4 @@ def read_snapshot(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """Every encoded record of the snapshot at ``path``, in order; checked and raising as
     :func:`read_snapshot_batches` does."""
     batches = read_snapshot_batches(path)
-    return (record for batch in batches for record in batch.records)
+    return chain.from_iterable(batch.records for batch in batches)
