@@ -1,15 +1,18 @@
 """The JSON view of records, derived from the declarations (Kafka's camelCase field names).
 
 ``record_to_json`` gives ``{"type": "ChunkRecord", "version": 0, "data": {...}}`` with only the
-fields of that version; uuids use Kafka's base64 text. ``record_from_json`` reverses it and
-rejects unknown types, unknown or missing-in-version fields and wrongly typed values.
+fields of that version; uuids use Kafka's base64 text. Like the binary encoder it refuses a
+version the record does not have, and a field outside the version that holds other than its
+default (which the view would silently drop). ``record_from_json`` reverses it and rejects
+unknown types, unknown or missing-in-version fields and wrongly typed values; ranges are left to
+:func:`~chunkraft.records.validation.validate_record`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from chunkraft.errors import RecordValidationError
+from chunkraft.errors import RecordEncodeError, RecordValidationError
 from chunkraft.records.codec import latest_version
 from chunkraft.records.schema import (
     FieldSpec,
@@ -44,6 +47,11 @@ def _item_to_json(spec: FieldSpec, item: Any, version: int) -> Any:
 def struct_to_json(obj: Any, version: int) -> dict[str, Any]:
     """The ``data`` part of the JSON view: the fields of ``version``, camelCase."""
     schema = schema_of(type(obj))
+    for spec in schema.fields:
+        if not spec.present_in(version) and getattr(obj, spec.name) != spec.default:
+            raise RecordEncodeError(
+                f"{schema.name}.{spec.name} is not in version {version} and is not its default"
+            )
     return {
         camel_name(spec.name): _value_to_json(spec, getattr(obj, spec.name), version)
         for spec in schema.fields_in(version)
@@ -54,6 +62,13 @@ def record_to_json(record: Any, version: int | None = None) -> dict[str, Any]:
     """``{"type": ..., "version": ..., "data": {...}}`` for one record."""
     if version is None:
         version = latest_version(type(record))
+    schema = schema_of(type(record))
+    if not isinstance(schema, RecordSchema):
+        raise RecordEncodeError(f"{schema.name} is a struct, not a metadata record")
+    if version not in schema.versions:
+        raise RecordEncodeError(
+            f"{schema.name} has no version {version} (valid: {schema.valid_versions})"
+        )
     return {
         "type": type(record).__name__,
         "version": version,
