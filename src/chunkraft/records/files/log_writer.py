@@ -31,7 +31,8 @@ class Recovery:
     """What opening a segment did to it; immutable.
 
     ``truncated_bytes`` bytes from ``scan.valid_end_position`` on were cut off because of
-    ``scan.problem`` (a torn tail or a corrupt batch); 0 for a clean or new file.
+    ``scan.problem`` (a torn tail or a corrupt batch); 0 for a clean or new file. ``created`` is
+    True when opening created the file.
     """
 
     scan: ScanResult

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import pytest
 
 from chunkraft.errors import CorruptBatchError, LogFileError, TornTailError
-from chunkraft.records.files import LogWriter, encode_batch, read_batches, scan_log
+from chunkraft.records.files import LogWriter, Recovery, encode_batch, read_batches, scan_log
 
 from .support import CLUSTER_ID, OTHER_CLUSTER_ID, patch, sample_encoded, sample_records
 
@@ -191,3 +192,44 @@ def test_flush_fsyncs_the_file_and_creation_fsyncs_the_directory(
     writer.close()
     with pytest.raises(ValueError, match="closed"):
         writer.append([b"b"], base_offset=1, epoch=0)
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk, after the first ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.written = b""
+        self.limit = limit
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        if len(self.written) + len(data) > self.limit:
+            raise OSError(28, "No space left on device")
+        self.written += data
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_after_a_failed_write_the_writer_refuses_appends(tmp_path: Path) -> None:
+    file = _FullDisk(limit=100)
+    writer = LogWriter(
+        tmp_path / "seg.log",
+        cast(BinaryIO, file),
+        cluster_id=CLUSTER_ID,
+        recovery=Recovery(scan=scan_log(b""), truncated_bytes=0, created=True),
+        max_batch_length=1000,
+    )
+    writer.append([b"a"], base_offset=0, epoch=0)
+
+    with pytest.raises(OSError, match="No space left"):
+        writer.append([b"b" * 100], base_offset=1, epoch=0)
+    with pytest.raises(ValueError, match="an earlier write failed; reopen"):
+        writer.append([b"c"], base_offset=1, epoch=0)
+    assert (writer.next_offset, writer.position) == (1, len(file.written))
+    writer.close()
+    assert file.closed
