@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from chunkraft.cli import records_dump
+from chunkraft.cli import demo, records_dump
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -20,7 +20,7 @@ __all__ = ["COMMANDS", "GROUPS", "build_parser", "main"]
 
 Register = Callable[["Subcommands"], None]
 
-COMMANDS: tuple[Register, ...] = ()
+COMMANDS: tuple[Register, ...] = (demo.register,)
 """Top-level subcommands: ``chunkraft NAME``."""
 
 GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {

@@ -39,8 +39,11 @@ def write_image_snapshot(
     )
 
 
-def load_image_snapshot(path: str | os.PathLike[str]) -> MetadataImage:
+def load_image_snapshot(path: str | os.PathLike[str], *, freeze: bool = True) -> MetadataImage:
     """Reads a snapshot into an image at offset ``end - 1`` and the snapshot's epoch.
+
+    With ``freeze`` (the default, for processes that keep the image), the loaded objects are
+    moved to the garbage collector's permanent generation (``gc.freeze()``).
 
     All or nothing: a torn, corrupt or inconsistent file raises (SnapshotError,
     CorruptBatchError, RecordDecodeError or InvariantError) and no image is returned.
@@ -51,7 +54,12 @@ def load_image_snapshot(path: str | os.PathLike[str]) -> MetadataImage:
     with gc_paused():
         for batch in read_snapshot_batches(path):
             replay_all([decode_record_from(raw, 0, len(raw)) for raw in batch.records])
-        return delta.apply(MetadataProvenance(snapshot_id.end_offset - 1, snapshot_id.epoch))
+        image = delta.apply(MetadataProvenance(snapshot_id.end_offset - 1, snapshot_id.epoch))
+    if freeze:
+        # The image is long-lived and acyclic: move it out of the collector's sight, or every
+        # full collection rescans millions of tuples (measured: 6x slower replay afterwards).
+        gc.freeze()
+    return image
 
 
 @contextlib.contextmanager
