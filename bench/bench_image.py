@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from _report import append_section, emit, peak_rss_mib
-
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
 from chunkraft.controller.image.snapshot import write_image_snapshot
 from chunkraft.records import (

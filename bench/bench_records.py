@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from _report import append_section, emit
-
 from chunkraft.records import (
     AccessControlEntryRecord,
     BrokerEndpoint,

@@ -32,7 +32,9 @@ def test_history_records_are_valid(records: list[Any]) -> None:
 
 @SETTINGS
 @given(metadata_histories(), st.data())
-def test_every_split_into_deltas_gives_the_same_image(records: list[Any], data: st.DataObject) -> None:
+def test_every_split_into_deltas_gives_the_same_image(
+    records: list[Any], data: st.DataObject
+) -> None:
     whole = replay(records)
     cuts = sorted(data.draw(st.sets(st.integers(0, len(records)), max_size=6)))
     image = MetadataImage.EMPTY

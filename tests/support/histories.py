@@ -288,7 +288,8 @@ def _cluster_records(draw: st.DrawFn, m: _Model) -> list[Any]:
                                          pattern_type=3, principal="User:alice", host="*",
                                          operation=draw(st.integers(0, 12)), permission_type=3)]
     if kind == "remove_acl" and m.acls:
-        return [RemoveAccessControlEntryRecord(id=m.acls.pop(draw(st.integers(0, len(m.acls) - 1))))]
+        index = draw(st.integers(0, len(m.acls) - 1))
+        return [RemoveAccessControlEntryRecord(id=m.acls.pop(index))]
     if kind == "producer_ids":
         m.next_producer_id += 1000
         return [ProducerIdsRecord(broker_id=0, broker_epoch=0, next_producer_id=m.next_producer_id)]

@@ -122,7 +122,7 @@ class _Namespace:
             "read_uvarint": read_uvarint,
             "uuid_from": _uuid_from,
             "uuid_cached": _UUID_CACHE.get,
-            "RecordDecodeError": RecordDecodeError,
+            "Err": RecordDecodeError,
             "struct_error": struct.error,
             "tuple_new": tuple.__new__,
             "intern_ids": _ID_TUPLES.setdefault,
@@ -208,7 +208,7 @@ def _encode_value_lines(spec: FieldSpec, var: str, version: int, ns: _Namespace)
         if nullable:
             lines.append("    a(b'\\x00')")
         else:
-            lines.append(f"    raise ValueError('{spec.name} is not nullable in version {version}')")
+            lines.append(f"    raise ValueError('{spec.name} is not nullable in v{version}')")
         lines += ["else:", f"    raw = {var}.encode()", "    a(uvarint(len(raw) + 1)); a(raw)"]
         return lines
     raise AssertionError(spec.type)
@@ -315,7 +315,7 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
     if nullable:
         lines.append(f"    {var} = None")
     else:
-        lines.append(f"    raise RecordDecodeError('{spec.name}: null in a non-nullable field', pos - 1)")
+        lines.append(f"    raise Err('{spec.name}: null in a non-nullable field', pos - 1)")
     lines += ["else:", "    n -= 1"]
     if spec.array:
         # Fixed-width arrays need no length guard: unpack_from fails on short input, and the
@@ -324,7 +324,7 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
             # Every item takes at least one byte, a uuid sixteen.
             need = "16 * n" if spec.type is FieldType.UUID else "n"
             lines.append(
-                f"    if {need} > end - pos: raise RecordDecodeError('{spec.name}: array of ' "
+                f"    if {need} > end - pos: raise Err('{spec.name}: array of ' "
                 "+ str(n) + ' items runs past the end', pos)"
             )
         if spec.type in _INT_TYPES:
@@ -350,10 +350,10 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
                 "    for _ in range(n):",
                 "        m, pos = read_uvarint(buf, pos)",
                 "        if m == 0:",
-                f"            raise RecordDecodeError('{spec.name}: null string in array', pos - 1)",
+                f"            raise Err('{spec.name}: null string in array', pos - 1)",
                 "        m -= 1",
                 "        if m > end - pos:",
-                f"            raise RecordDecodeError('{spec.name}: string runs past the end', pos)",
+                f"            raise Err('{spec.name}: string runs past the end', pos)",
                 "        items.append(str(buf[pos:pos + m], 'utf-8')); pos += m",
                 f"    {var} = tuple(items)",
             ]
@@ -372,7 +372,7 @@ def _decode_value_general(spec: FieldSpec, var: str, version: int, ns: _Namespac
         return lines
     if spec.type is FieldType.STRING:
         lines += [
-            f"    if n > end - pos: raise RecordDecodeError('{spec.name}: string runs past the end', pos)",
+            f"    if n > end - pos: raise Err('{spec.name}: string runs past the end', pos)",
             f"    {var} = str(buf[pos:pos + n], 'utf-8'); pos += n",
         ]
         return lines
@@ -416,7 +416,10 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
             inner += _decode_fixed_lines(group, ns)
         else:
             inner += _decode_value_lines(group[0], f"f_{group[0].name}", version, ns)
-    inner += ["count = buf[pos]; pos += 1", "if count & 0x80: count, pos = read_uvarint(buf, pos - 1)"]
+    inner += [
+        "count = buf[pos]; pos += 1",
+        "if count & 0x80: count, pos = read_uvarint(buf, pos - 1)",
+    ]
     inner += [
         "last_tag = -1",
         "for _ in range(count):",
@@ -428,10 +431,11 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
         "    if size & 0x80: size, pos = read_uvarint(buf, pos)",
         "    else: pos += 1",
         "    if tag <= last_tag:",
-        "        raise RecordDecodeError('tagged fields out of order', tag_start)",
+        "        raise Err('tagged fields out of order', tag_start)",
         "    last_tag = tag",
         "    field_end = pos + size",
-        "    if field_end > end: raise RecordDecodeError('tagged field ' + str(tag) + ' runs past the end', pos)",
+        "    if field_end > end:",
+        "        raise Err('tagged field ' + str(tag) + ' runs past the end', pos)",
     ]
     keyword = "if"
     for spec in tagged:
@@ -443,7 +447,7 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
             lines = _decode_value_lines(spec, f"f_{spec.name}", version, ns)
         inner += ["        " + line for line in lines]
         inner.append(
-            "        if pos != field_end: raise RecordDecodeError("
+            "        if pos != field_end: raise Err("
             f"'tagged field {spec.name} has size ' + str(size) + ' but its value does not', pos)"
         )
     if tagged:
@@ -456,9 +460,9 @@ def build_decoder(schema: StructSchema, version: int) -> Decoder:
     body += ["    " + line for line in inner]
     body += [
         "except (struct_error, IndexError):",
-        f"    raise RecordDecodeError('{schema.name} v{version}: input ends inside the record', pos) from None",
+        f"    raise Err('{schema.name} v{version}: input ends inside the record', pos) from None",
         "except UnicodeDecodeError:",
-        f"    raise RecordDecodeError('{schema.name} v{version}: string is not UTF-8', pos) from None",
+        f"    raise Err('{schema.name} v{version}: string is not UTF-8', pos) from None",
     ]
     source = "def decode(buf, pos, end):\n" + "\n".join("    " + line for line in body) + "\n"
     exec(compile(source, f"<decoder {schema.name} v{version}>", "exec"), ns.values)

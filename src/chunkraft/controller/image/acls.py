@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import ClassVar
 
 import immutables
 
@@ -17,6 +18,7 @@ class AclsImage:
     """Immutable map of ACL id -> binding (the AccessControlEntryRecord). Thread-safe."""
 
     __slots__ = ("by_id",)
+    EMPTY: ClassVar[AclsImage]
 
     def __init__(self, by_id: immutables.Map[uuid.UUID, AccessControlEntryRecord]) -> None:
         self.by_id = by_id
@@ -37,7 +39,7 @@ class AclsImage:
     __hash__ = None  # type: ignore[assignment]
 
 
-AclsImage.EMPTY = AclsImage(immutables.Map())  # type: ignore[attr-defined]
+AclsImage.EMPTY = AclsImage(immutables.Map())
 
 
 class AclsDelta:
@@ -63,10 +65,10 @@ class AclsDelta:
     def apply(self) -> AclsImage:
         if not self._changed:
             return self._base
-        with self._base.by_id.mutate() as by_id:
-            for acl_id, acl in self._changed.items():
-                if acl is None:
-                    by_id.pop(acl_id, None)
-                else:
-                    by_id[acl_id] = acl
-            return AclsImage(by_id.finish())
+        by_id = self._base.by_id.mutate()
+        for acl_id, acl in self._changed.items():
+            if acl is None:
+                by_id.pop(acl_id, None)
+            else:
+                by_id[acl_id] = acl
+        return AclsImage(by_id.finish())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import ClassVar
 
 import immutables
 
@@ -26,6 +27,7 @@ class BrokersImage:
     """
 
     __slots__ = ("registrations",)
+    EMPTY: ClassVar[BrokersImage]
 
     def __init__(self, registrations: immutables.Map[int, RegisterBrokerRecord]) -> None:
         self.registrations = registrations
@@ -52,7 +54,7 @@ class BrokersImage:
     __hash__ = None  # type: ignore[assignment]
 
 
-BrokersImage.EMPTY = BrokersImage(immutables.Map())  # type: ignore[attr-defined]
+BrokersImage.EMPTY = BrokersImage(immutables.Map())
 
 
 class BrokersDelta:
@@ -110,10 +112,10 @@ class BrokersDelta:
     def apply(self) -> BrokersImage:
         if not self._changed:
             return self._base
-        with self._base.registrations.mutate() as registrations:
-            for broker_id, registration in self._changed.items():
-                if registration is None:
-                    registrations.pop(broker_id, None)
-                else:
-                    registrations[broker_id] = registration
-            return BrokersImage(registrations.finish())
+        registrations = self._base.registrations.mutate()
+        for broker_id, registration in self._changed.items():
+            if registration is None:
+                registrations.pop(broker_id, None)
+            else:
+                registrations[broker_id] = registration
+        return BrokersImage(registrations.finish())

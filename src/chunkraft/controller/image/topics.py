@@ -12,7 +12,7 @@ import bisect
 import hashlib
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import immutables
 
@@ -110,6 +110,7 @@ class TopicsImage:
     """All topics, by id and by name. Immutable and thread-safe."""
 
     __slots__ = ("by_id", "by_name")
+    EMPTY: ClassVar[TopicsImage]
 
     def __init__(
         self,
@@ -150,4 +151,4 @@ class TopicsImage:
     __hash__ = None  # type: ignore[assignment]
 
 
-TopicsImage.EMPTY = TopicsImage(immutables.Map(), immutables.Map())  # type: ignore[attr-defined]
+TopicsImage.EMPTY = TopicsImage(immutables.Map(), immutables.Map())

@@ -134,14 +134,14 @@ class TopicDelta:
             partitions = partitions.update(self.partition_changes)
         chunks = base.chunks
         if self.chunk_changes:
-            with chunks.mutate() as mutable:
-                for partition_id in self.chunk_changes:
-                    merged = self.chunks_of(partition_id)
-                    if merged:
-                        mutable[partition_id] = merged
-                    else:
-                        mutable.pop(partition_id, None)
-                chunks = mutable.finish()
+            mutable = chunks.mutate()
+            for partition_id in self.chunk_changes:
+                merged = self.chunks_of(partition_id)
+                if merged:
+                    mutable[partition_id] = merged
+                else:
+                    mutable.pop(partition_id, None)
+            chunks = mutable.finish()
         return TopicImage(self.name, self.topic_id, partitions, chunks)
 
 
@@ -221,16 +221,17 @@ class TopicsDelta:
     def apply(self) -> TopicsImage:
         if not self.changed and not self.deleted:
             return self.base
-        with self.base.by_id.mutate() as by_id, self.base.by_name.mutate() as by_name:
-            for topic_id, image in self.deleted.items():
-                by_id.pop(topic_id, None)
-                if by_name.get(image.name) is image:
-                    by_name.pop(image.name)
-            for topic_id, delta in self.changed.items():
-                topic = delta.apply()
-                by_id[topic_id] = topic
-                by_name[topic.name] = topic
-            return TopicsImage(by_id.finish(), by_name.finish())
+        by_id = self.base.by_id.mutate()
+        by_name = self.base.by_name.mutate()
+        for topic_id, image in self.deleted.items():
+            by_id.pop(topic_id, None)
+            if by_name.get(image.name) is image:
+                by_name.pop(image.name)
+        for topic_id, delta in self.changed.items():
+            topic = delta.apply()
+            by_id[topic_id] = topic
+            by_name[topic.name] = topic
+        return TopicsImage(by_id.finish(), by_name.finish())
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """What this delta asks of the replicas on ``broker_id`` (see local_changes.py)."""
