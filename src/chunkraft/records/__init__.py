@@ -20,6 +20,7 @@ from chunkraft.records.cluster_records import (
 from chunkraft.records.codec import (
     decode_record,
     decode_record_from,
+    decode_records,
     encode_record,
     latest_version,
     record_version_of,
@@ -78,6 +79,7 @@ __all__ = [
     "all_record_schemas",
     "decode_record",
     "decode_record_from",
+    "decode_records",
     "encode_record",
     "latest_version",
     "record_from_json",

@@ -12,6 +12,7 @@ version (building twice under a race is harmless).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 from chunkraft.errors import RecordDecodeError, RecordEncodeError
@@ -22,6 +23,7 @@ __all__ = [
     "FRAME_VERSION",
     "decode_record",
     "decode_record_from",
+    "decode_records",
     "encode_record",
     "latest_version",
     "record_version_of",
@@ -136,6 +138,27 @@ def _length_mismatch(record: Any, pos: int, end: int) -> Any:
     if pos > end:
         raise RecordDecodeError(f"{name} is truncated: it needs {pos - end} more bytes", end)
     raise RecordDecodeError(f"{end - pos} trailing bytes after {name}", pos)
+
+
+def decode_records(blobs: Iterable[bytes]) -> list[Any]:
+    """Decodes many records, each exactly one bytes object (say, a batch's records), in order.
+
+    The same checks as :func:`decode_record`, with the per-record call overhead taken out of the
+    loop: this is the snapshot loader's hot path.
+    """
+    out: list[Any] = []
+    append = out.append
+    decoders = _DECODERS
+    for raw in blobs:
+        end = len(raw)
+        decode = decoders.get((raw[1], raw[2])) if end >= 3 and raw[0] == FRAME_VERSION else None
+        if decode is not None:
+            record, pos = decode(raw, 3, end)
+            if pos == end:
+                append(record)
+                continue
+        append(decode_record_from(raw, 0, end))  # the careful path, which names the problem
+    return out
 
 
 def decode_record(data: bytes | bytearray | memoryview) -> Any:

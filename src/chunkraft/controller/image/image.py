@@ -68,21 +68,26 @@ class MetadataImage:
         yield from self.acls.to_records()
         yield from self.producer_ids.to_records()
 
+    def encoded_records(self) -> Iterator[bytes]:
+        """:meth:`to_records`, encoded (what a snapshot holds); caches topic digests too."""
+        yield from map(encode_record, self.brokers.to_records())
+        for topic in self.topics:
+            yield from topic.encoded_records()
+        yield from map(encode_record, self.acls.to_records())
+        yield from map(encode_record, self.producer_ids.to_records())
+
     def content_hash(self) -> str:
         """Hex SHA-256 of the content (not the provenance): equal on every node at one offset.
 
-        Topic digests are cached on the immutable topic images, so after the first call only
-        topics changed since cost anything.
+        Topic digests are cached on the immutable topic images, so after the first call (or a
+        snapshot write) only topics changed since cost anything.
         """
         if self._hash is None:
             h = hashlib.sha256()
             for section in (self.brokers.to_records(), self.acls.to_records(),
                             self.producer_ids.to_records()):
-                for record in section:
-                    encoded = encode_record(record)
-                    h.update(len(encoded).to_bytes(4, "big"))
-                    h.update(encoded)
-                h.update(b"|")
+                h.update(b"".join(map(encode_record, section)))
+                h.update(b"|")  # an empty record encoding is impossible: separates sections
             for topic in self.topics:
                 h.update(topic.digest())
             self._hash = h.hexdigest()

@@ -12,7 +12,7 @@ from pathlib import Path
 from chunkraft.controller.image.delta import MetadataDelta
 from chunkraft.controller.image.image import MetadataImage
 from chunkraft.controller.image.provenance import MetadataProvenance
-from chunkraft.records import decode_record_from, encode_record
+from chunkraft.records import decode_records
 from chunkraft.records.files import parse_snapshot_name, read_snapshot_batches, write_snapshot
 
 __all__ = ["load_image_snapshot", "write_image_snapshot"]
@@ -35,7 +35,7 @@ def write_image_snapshot(
         end_offset=image.provenance.end_offset,
         epoch=image.epoch,
         cluster_id=cluster_id,
-        records=map(encode_record, image.to_records()),
+        records=image.encoded_records(),
     )
 
 
@@ -53,7 +53,7 @@ def load_image_snapshot(path: str | os.PathLike[str], *, freeze: bool = True) ->
     replay_all = delta.replay_all
     with gc_paused():
         for batch in read_snapshot_batches(path):
-            replay_all([decode_record_from(raw, 0, len(raw)) for raw in batch.records])
+            replay_all(decode_records(batch.records))
         image = delta.apply(MetadataProvenance(snapshot_id.end_offset - 1, snapshot_id.epoch))
     if freeze:
         # The image is long-lived and acyclic: move it out of the collector's sight, or every

@@ -72,15 +72,19 @@ class TopicImage:
         for partition_id in sorted(chunks):
             yield from chunks[partition_id]
 
-    def digest(self) -> bytes:
-        """SHA-256 of the topic's records as encoded; stable across processes and versions."""
+    def encoded_records(self) -> list[bytes]:
+        """:meth:`to_records`, encoded; fills the digest cache on the way (snapshots hash free)."""
+        encoded = [encode_record(record) for record in self.to_records()]
         if self._digest is None:
-            h = hashlib.sha256()
-            for record in self.to_records():
-                encoded = encode_record(record)
-                h.update(len(encoded).to_bytes(4, "big"))
-                h.update(encoded)
-            self._digest = h.digest()
+            self._digest = hashlib.sha256(b"".join(encoded)).digest()
+        return encoded
+
+    def digest(self) -> bytes:
+        """SHA-256 of the topic's encoded records (each encoding is self-delimiting, so their
+        concatenation identifies the sequence); stable across processes."""
+        if self._digest is None:
+            self.encoded_records()
+            assert self._digest is not None
         return self._digest
 
     def __eq__(self, other: object) -> bool:
