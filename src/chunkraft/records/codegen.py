@@ -21,6 +21,7 @@ from typing import Any
 
 from chunkraft.errors import RecordDecodeError
 from chunkraft.records.schema import Check, FieldSpec, FieldType, StructSchema, schema_of
+from chunkraft.records.varint import MAX_UVARINT_BYTES, decode_uvarint, encode_uvarint
 
 __all__ = ["Decoder", "Encoder", "build_decoder", "build_encoder", "read_uvarint", "uvarint"]
 
@@ -39,37 +40,17 @@ _FIXED_FORMATS: dict[FieldType, str] = {
 _INT_TYPES = (FieldType.INT8, FieldType.INT16, FieldType.INT32, FieldType.INT64)
 _ITEM_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "q": 8, "16s": 16}
 
-_UVARINT_SMALL = [bytes([n]) for n in range(128)]
-
-
-def uvarint(value: int) -> bytes:
-    """Unsigned LEB128 varint, as Kafka writes lengths, counts, tags and frame headers."""
-    if value < 128:
-        return _UVARINT_SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+uvarint = encode_uvarint
 
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
     """Reads an unsigned varint at ``pos``; returns (value, next position)."""
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= len(buf):
-            raise RecordDecodeError("input ends inside a varint", start)
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise RecordDecodeError("varint longer than 10 bytes", start)
+    found = decode_uvarint(buf, pos, len(buf))
+    if found is None:
+        if len(buf) - pos >= MAX_UVARINT_BYTES:
+            raise RecordDecodeError(f"varint longer than {MAX_UVARINT_BYTES} bytes", pos)
+        raise RecordDecodeError("input ends inside a varint", pos)
+    return found
 
 
 class _PackedArrays(dict[int, struct.Struct]):

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from chunkraft.errors import CorruptBatchError, TornTailError
 from chunkraft.records.codec import decode_record, encode_record
-from chunkraft.records.files._varint import SMALL_PREFIXES, decode_uvarint, encode_uvarint
+from chunkraft.records.varint import (
+    MAX_LENGTH_UVARINT_BYTES,
+    SMALL_PREFIXES,
+    decode_uvarint,
+    encode_uvarint,
+)
 
 if TYPE_CHECKING:
     from chunkraft.records import Record
@@ -204,7 +209,7 @@ def _split_records(data: bytes, position: int, end: int, count: int) -> list[byt
             length = data[position]
             start = position + 1
             if length >= 0x80:
-                decoded = decode_uvarint(data, position, end)
+                decoded = decode_uvarint(data, position, end, MAX_LENGTH_UVARINT_BYTES)
                 if decoded is None:
                     return None
                 length, start = decoded
