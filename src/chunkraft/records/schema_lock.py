@@ -15,8 +15,8 @@ A struct's versions are the versions of the records that carry it (a ``[]Struct`
 record written at version v writes its elements at version v too).
 
 Run ``python -m chunkraft.records.schema_lock --check`` to compare, ``--write`` to lock the
-current declarations (refused while they are incompatible with the lock). Pure functions over
-plain dicts; thread-safe.
+current declarations (refused while they are incompatible with the lock), ``--table`` to print
+the records table of docs/records.md. Pure functions over plain dicts; thread-safe.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ __all__ = [
     "load_lock",
     "lock_differences",
     "main",
+    "records_table",
 ]
 
 LOCK_FORMAT = 1
@@ -227,6 +228,17 @@ def lock_differences(locked: Lock, current: Lock) -> list[str]:
     return differences
 
 
+def records_table() -> str:
+    """The Markdown table of every record (apiKey, name, versions, about) that docs/records.md
+    shows; ``--table`` prints it."""
+    lines = ["| apiKey | record | versions | about |", "|---:|---|---|---|"]
+    for schema in all_record_schemas():
+        lines.append(
+            f"| {schema.api_key} | {schema.name} | {schema.valid_versions} | {schema.about} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- the lock file
 
 
@@ -253,8 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--check", action="store_true", help="compare the declarations to the lock")
     action.add_argument("--write", action="store_true", help="lock the current declarations")
+    action.add_argument("--table", action="store_true", help="print the records as Markdown")
     parser.add_argument("--lock", type=Path, default=LOCK_PATH, help="the lock file to use")
     args = parser.parse_args(argv)
+    if args.table:
+        print(records_table(), end="")
+        return 0
     path: Path = args.lock
     current = current_lock()
     locked = load_lock(path) if path.exists() else _EMPTY_LOCK
