@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, NamedTuple
 
+from chunkraft.records.common_fields import BrokerIdField
 from chunkraft.records.schema import (
     BOOL,
     INT8,
     INT16,
-    INT32,
     INT64,
     STRING,
     STRUCT_ARRAY,
@@ -58,7 +58,7 @@ class BrokerFeature(NamedTuple):
 class RegisterBrokerRecord(NamedTuple):
     """Full state of a broker registration (replaces any earlier registration of the id)."""
 
-    broker_id: Annotated[int, INT32("0+", "The broker id.", check=Check.BROKER_ID)] = -1
+    broker_id: BrokerIdField = -1
     is_migrating_zk_broker: Annotated[
         bool, BOOL("2+", "True if the broker is a ZK broker in migration mode.")
     ] = False
@@ -93,7 +93,7 @@ class RegisterBrokerRecord(NamedTuple):
 class UnregisterBrokerRecord(NamedTuple):
     """Removes the registration of a broker id, if its epoch matches."""
 
-    broker_id: Annotated[int, INT32("0+", "The broker id.", check=Check.BROKER_ID)] = -1
+    broker_id: BrokerIdField = -1
     broker_epoch: Annotated[
         int, INT64("0+", "The epoch of the registration removed.", check=Check.EPOCH)
     ] = -1
@@ -103,7 +103,7 @@ class UnregisterBrokerRecord(NamedTuple):
 class BrokerRegistrationChangeRecord(NamedTuple):
     """Changes one registration; 0 in a change field means unchanged."""
 
-    broker_id: Annotated[int, INT32("0+", "The broker id.", check=Check.BROKER_ID)] = -1
+    broker_id: BrokerIdField = -1
     broker_epoch: Annotated[
         int, INT64("0+", "The broker epoch this change applies to.", check=Check.EPOCH)
     ] = -1

@@ -9,11 +9,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, NamedTuple
 
+from chunkraft.records.common_fields import PartitionIdField, TopicIdField
 from chunkraft.records.schema import (
     INT32,
     INT32_ARRAY,
     INT64,
-    UUID,
     UUID_ARRAY,
     ZERO_UUID,
     Check,
@@ -27,12 +27,8 @@ __all__ = ["ChunkChangeRecord", "ChunkRecord"]
 class ChunkRecord(NamedTuple):
     """Full state of an inactive chunk, keyed by (topic id, partition id, start offset)."""
 
-    partition_id: Annotated[
-        int, INT32("0+", "The partition id.", check=Check.PARTITION_ID)
-    ] = -1
-    topic_id: Annotated[
-        uuid.UUID, UUID("0+", "The unique id of this topic.", check=Check.TOPIC_ID)
-    ] = ZERO_UUID
+    partition_id: PartitionIdField = -1
+    topic_id: TopicIdField = ZERO_UUID
     start_offset: Annotated[
         int, INT64("0+", "First offset a read can start from (inclusive).", check=Check.OFFSET)
     ] = -1
@@ -75,12 +71,8 @@ class ChunkRecord(NamedTuple):
 class ChunkChangeRecord(NamedTuple):
     """The complete new replica state of an existing chunk; ``directories`` null = unchanged."""
 
-    partition_id: Annotated[
-        int, INT32("0+", "The partition id.", check=Check.PARTITION_ID)
-    ] = -1
-    topic_id: Annotated[
-        uuid.UUID, UUID("0+", "The unique id of this topic.", check=Check.TOPIC_ID)
-    ] = ZERO_UUID
+    partition_id: PartitionIdField = -1
+    topic_id: TopicIdField = ZERO_UUID
     start_offset: Annotated[
         int, INT64("0+", "The start offset naming the chunk.", check=Check.OFFSET)
     ] = -1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, NamedTuple
 
+from chunkraft.records.common_fields import PartitionIdField, TopicIdField
 from chunkraft.records.schema import (
     INT8,
     INT32,
@@ -37,9 +38,7 @@ class TopicRecord(NamedTuple):
     """Full state of a topic's identity: its name and id."""
 
     name: Annotated[str, STRING("0+", "The topic name.")] = ""
-    topic_id: Annotated[
-        uuid.UUID, UUID("0+", "The unique id of this topic.", check=Check.TOPIC_ID)
-    ] = ZERO_UUID
+    topic_id: TopicIdField = ZERO_UUID
 
 
 @record_struct
@@ -58,12 +57,8 @@ class PriorPartitionEpoch(NamedTuple):
 class PartitionRecord(NamedTuple):
     """Full state of a partition: replicas, ISR, leader and epochs of its active chunk."""
 
-    partition_id: Annotated[
-        int, INT32("0+", "The partition id.", check=Check.PARTITION_ID)
-    ] = -1
-    topic_id: Annotated[
-        uuid.UUID, UUID("0+", "The unique id of this topic.", check=Check.TOPIC_ID)
-    ] = ZERO_UUID
+    partition_id: PartitionIdField = -1
+    topic_id: TopicIdField = ZERO_UUID
     replicas: Annotated[
         tuple[int, ...],
         INT32_ARRAY("0+", "The replicas, in preferred order.", check=Check.BROKER_ID),
@@ -132,12 +127,8 @@ class PartitionChangeRecord(NamedTuple):
     the partition epoch.
     """
 
-    partition_id: Annotated[
-        int, INT32("0+", "The partition id.", check=Check.PARTITION_ID)
-    ] = -1
-    topic_id: Annotated[
-        uuid.UUID, UUID("0+", "The unique id of this topic.", check=Check.TOPIC_ID)
-    ] = ZERO_UUID
+    partition_id: PartitionIdField = -1
+    topic_id: TopicIdField = ZERO_UUID
     isr: Annotated[
         tuple[int, ...] | None,
         INT32_ARRAY("0+", "The new ISR, or null.", tag=0, nullable="0+", check=Check.BROKER_ID),

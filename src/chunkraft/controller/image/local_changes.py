@@ -19,7 +19,6 @@ chunk before and after; ``chunks``: its inactive chunks), as docs/image.md speci
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -89,15 +88,19 @@ class ChunkDelete(NamedTuple):
 
 @dataclass(frozen=True)
 class LocalReplicaChanges:
-    """The changes one broker must make; empty maps when the delta does not concern it."""
+    """The changes one broker must make; empty maps when the delta does not concern it.
 
-    deletes: Mapping[TopicIdPartition, str] = field(default_factory=dict)
-    leaders: Mapping[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    elected_leaders: Mapping[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    followers: Mapping[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    chunk_stops: Mapping[ChunkKey, ChunkRecord] = field(default_factory=dict)
-    chunk_creates: Mapping[ChunkKey, ChunkCreate] = field(default_factory=dict)
-    chunk_deletes: Mapping[ChunkKey, ChunkDelete] = field(default_factory=dict)
+    Built once by :func:`compute_local_changes` and then only read (the maps are plain dicts
+    for speed; treat them as read-only).
+    """
+
+    deletes: dict[TopicIdPartition, str] = field(default_factory=dict)
+    leaders: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
+    elected_leaders: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
+    followers: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
+    chunk_stops: dict[ChunkKey, ChunkRecord] = field(default_factory=dict)
+    chunk_creates: dict[ChunkKey, ChunkCreate] = field(default_factory=dict)
+    chunk_deletes: dict[ChunkKey, ChunkDelete] = field(default_factory=dict)
 
     def is_empty(self) -> bool:
         return not (
@@ -110,28 +113,6 @@ class LocalReplicaChanges:
         )
 
 
-@dataclass
-class _Builder:
-    deletes: dict[TopicIdPartition, str] = field(default_factory=dict)
-    leaders: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    elected_leaders: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    followers: dict[TopicIdPartition, LocalPartition] = field(default_factory=dict)
-    chunk_stops: dict[ChunkKey, ChunkRecord] = field(default_factory=dict)
-    chunk_creates: dict[ChunkKey, ChunkCreate] = field(default_factory=dict)
-    chunk_deletes: dict[ChunkKey, ChunkDelete] = field(default_factory=dict)
-
-    def freeze(self) -> LocalReplicaChanges:
-        return LocalReplicaChanges(
-            deletes=self.deletes,
-            leaders=self.leaders,
-            elected_leaders=self.elected_leaders,
-            followers=self.followers,
-            chunk_stops=self.chunk_stops,
-            chunk_creates=self.chunk_creates,
-            chunk_deletes=self.chunk_deletes,
-        )
-
-
 def _hosts(broker_id: int, active: PartitionRecord | None, chunks: tuple[ChunkRecord, ...]) -> bool:
     if active is not None and broker_id in active.replicas:
         return True
@@ -139,7 +120,7 @@ def _hosts(broker_id: int, active: PartitionRecord | None, chunks: tuple[ChunkRe
 
 
 def partition_local_changes(
-    out: _Builder,
+    out: LocalReplicaChanges,
     broker_id: int,
     topic_id: uuid.UUID,
     topic_name: str,
@@ -215,7 +196,7 @@ def _chunk_before(chunks: tuple[ChunkRecord, ...], start_offset: int) -> ChunkRe
     return previous
 
 
-def _deleted_topic_changes(out: _Builder, broker_id: int, topic: TopicImage) -> None:
+def _deleted_topic_changes(out: LocalReplicaChanges, broker_id: int, topic: TopicImage) -> None:
     for partition_id, partition in topic.partitions.items():
         if _hosts(broker_id, partition, topic.chunks_of(partition_id)):
             out.deletes[TopicIdPartition(topic.topic_id, partition_id)] = topic.name
@@ -223,7 +204,7 @@ def _deleted_topic_changes(out: _Builder, broker_id: int, topic: TopicImage) -> 
 
 def compute_local_changes(delta: TopicsDelta, broker_id: int) -> LocalReplicaChanges:
     """Walks only what the delta changed: cost grows with the delta, not the image."""
-    out = _Builder()
+    out = LocalReplicaChanges()
     for topic in delta.deleted.values():
         _deleted_topic_changes(out, broker_id, topic)
     for topic_id, topic_delta in delta.changed.items():
@@ -242,4 +223,4 @@ def compute_local_changes(delta: TopicsDelta, broker_id: int) -> LocalReplicaCha
                 topic_delta.partition(partition_id),
                 topic_delta.chunks_of(partition_id),
             )
-    return out.freeze()
+    return out

@@ -6,6 +6,19 @@ from chunkraft.records import NO_LEADER_CHANGE, PartitionChangeRecord, Partition
 
 __all__ = ["merge_partition_change"]
 
+# Fields a change leaves alone when they are null ...
+_NULL_MEANS_UNCHANGED = (
+    "isr",
+    "replicas",
+    "removing_replicas",
+    "adding_replicas",
+    "directories",
+    "eligible_leader_replicas",
+    "last_known_elr",
+)
+# ... and when they are -1.
+_MINUS_ONE_MEANS_UNCHANGED = ("leader_recovery_state", "start_offset", "start_timestamp")
+
 
 def merge_partition_change(
     partition: PartitionRecord, change: PartitionChangeRecord
@@ -19,24 +32,12 @@ def merge_partition_change(
     if change.leader != NO_LEADER_CHANGE:
         updates["leader"] = change.leader
         updates["leader_epoch"] = partition.leader_epoch + 1
-    if change.isr is not None:
-        updates["isr"] = change.isr
-    if change.replicas is not None:
-        updates["replicas"] = change.replicas
-    if change.removing_replicas is not None:
-        updates["removing_replicas"] = change.removing_replicas
-    if change.adding_replicas is not None:
-        updates["adding_replicas"] = change.adding_replicas
-    if change.leader_recovery_state != -1:
-        updates["leader_recovery_state"] = change.leader_recovery_state
-    if change.directories is not None:
-        updates["directories"] = change.directories
-    if change.eligible_leader_replicas is not None:
-        updates["eligible_leader_replicas"] = change.eligible_leader_replicas
-    if change.last_known_elr is not None:
-        updates["last_known_elr"] = change.last_known_elr
-    if change.start_offset != -1:
-        updates["start_offset"] = change.start_offset
-    if change.start_timestamp != -1:
-        updates["start_timestamp"] = change.start_timestamp
+    for name in _NULL_MEANS_UNCHANGED:
+        value = getattr(change, name)
+        if value is not None:
+            updates[name] = value
+    for name in _MINUS_ONE_MEANS_UNCHANGED:
+        value = getattr(change, name)
+        if value != -1:
+            updates[name] = value
     return partition._replace(**updates)  # type: ignore[arg-type]
