@@ -29,6 +29,7 @@ from chunkraft.records import (
 )
 from chunkraft.records.codec import FRAME_VERSION
 from chunkraft.records.schema import (
+    CHECK_MINIMUMS,
     INT_RANGES,
     ZERO_UUID,
     Check,
@@ -37,18 +38,6 @@ from chunkraft.records.schema import (
     RecordSchema,
     StructSchema,
 )
-
-# The domains the Check kinds document (chunkraft.records.schema.Check).
-CHECK_MINIMUM = {
-    Check.BROKER_ID: 0,
-    Check.PARTITION_ID: 0,
-    Check.NON_NEGATIVE: 0,
-    Check.EPOCH: -1,
-    Check.OFFSET: -1,
-    Check.TIMESTAMP: -1,
-    Check.LEADER: -1,
-    Check.CHANGED_LEADER: -2,
-}
 
 CASES = [
     pytest.param(schema, version, id=f"{schema.name}-v{version}")
@@ -68,7 +57,7 @@ def _item_strategy(spec: FieldSpec, version: int) -> st.SearchStrategy[Any]:
         return st.booleans()
     if spec.type in INT_RANGES:
         low, high = INT_RANGES[spec.type]
-        low = max(low, CHECK_MINIMUM.get(spec.check, low))
+        low = max(low, CHECK_MINIMUMS.get(spec.check, low))
         return st.integers(low, high)
     if spec.type is FieldType.STRING:
         return st.text(max_size=12)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from chunkraft.errors import SchemaError
 
 __all__ = [
+    "CHECK_MINIMUMS",
     "ZERO_UUID",
     "Check",
     "FieldSpec",
@@ -75,6 +76,19 @@ class Check(enum.Enum):
     TOPIC_ID = "topicId"  # a uuid that is not all zeros
     LEADER = "leader"  # >= -1 (-1: no leader)
     CHANGED_LEADER = "changedLeader"  # >= -2 (-2: unchanged, -1: no leader)
+
+
+CHECK_MINIMUMS: dict[Check, int] = {
+    Check.BROKER_ID: 0,
+    Check.PARTITION_ID: 0,
+    Check.NON_NEGATIVE: 0,
+    Check.EPOCH: -1,
+    Check.OFFSET: -1,
+    Check.TIMESTAMP: -1,
+    Check.LEADER: -1,
+    Check.CHANGED_LEADER: -2,
+}
+"""The smallest legal value of an integer field (or array element) with each Check."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from chunkraft.records.broker_records import BrokerRegistrationChangeRecord
 from chunkraft.records.chunk_records import ChunkChangeRecord, ChunkRecord
 from chunkraft.records.codec import latest_version
 from chunkraft.records.schema import (
+    CHECK_MINIMUMS,
     INT_RANGES,
     ZERO_UUID,
     Check,
@@ -33,16 +34,6 @@ __all__ = ["LEGAL_TOPIC_NAME", "MAX_TOPIC_NAME_LENGTH", "validate_record"]
 MAX_TOPIC_NAME_LENGTH = 249
 LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
-_MINIMUM: dict[Check, int] = {
-    Check.BROKER_ID: 0,
-    Check.PARTITION_ID: 0,
-    Check.NON_NEGATIVE: 0,
-    Check.EPOCH: -1,
-    Check.OFFSET: -1,
-    Check.TIMESTAMP: -1,
-    Check.LEADER: -1,
-    Check.CHANGED_LEADER: -2,
-}
 
 
 def _check_item(schema: StructSchema, spec: FieldSpec, value: Any, version: int) -> None:
@@ -59,7 +50,7 @@ def _check_item(schema: StructSchema, spec: FieldSpec, value: Any, version: int)
         low, high = INT_RANGES[ftype]
         if not low <= value <= high:
             raise fail(f"{value} does not fit in {ftype.value}")
-        minimum = _MINIMUM.get(spec.check)
+        minimum = CHECK_MINIMUMS.get(spec.check)
         if minimum is not None and value < minimum:
             raise fail(f"{value} is below the minimum {minimum} for a {spec.check.value}")
     elif ftype is FieldType.STRING:

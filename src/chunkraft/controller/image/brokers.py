@@ -105,10 +105,6 @@ class BrokersDelta:
             fenced=fenced, in_controlled_shutdown=shutdown, log_dirs=log_dirs
         )
 
-    @property
-    def changed_ids(self) -> set[int]:
-        return set(self._changed)
-
     def apply(self) -> BrokersImage:
         if not self._changed:
             return self._base

@@ -66,9 +66,6 @@ class MetadataDelta:
             self._acls = AclsDelta(self.image.acls)
         return self._acls
 
-    def has_topic_changes(self) -> bool:
-        return self._topics is not None and bool(self._topics.changed or self._topics.deleted)
-
     def replay(self, record: Any) -> None:
         """Applies one record to the delta (one switch on the record type)."""
         handler = _HANDLERS.get(type(record))

@@ -57,7 +57,7 @@ def load_image_snapshot(path: str | os.PathLike[str], *, freeze: bool = True) ->
         image = delta.apply(MetadataProvenance(snapshot_id.end_offset - 1, snapshot_id.epoch))
     if freeze:
         # The image is long-lived and acyclic: move it out of the collector's sight, or every
-        # full collection rescans millions of tuples (measured: 6x slower replay afterwards).
+        # full collection rescans millions of tuples (docs/architecture.md has the measurement).
         gc.freeze()
     return image
 

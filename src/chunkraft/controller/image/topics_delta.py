@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 
 import immutables
 
@@ -213,10 +212,6 @@ class TopicsDelta:
 
     def replay_chunk_change(self, record: ChunkChangeRecord) -> None:
         self._topic(record.topic_id, "ChunkChangeRecord").replay_chunk_change(record)
-
-    def replay_partitions(self, records: Iterable[PartitionRecord]) -> None:
-        for record in records:
-            self.replay_partition(record)
 
     def apply(self) -> TopicsImage:
         if not self.changed and not self.deleted:
