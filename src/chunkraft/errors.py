@@ -12,7 +12,8 @@ Hierarchy::
     └── LogFileError                 a log or snapshot file cannot be read as written
         ├── CorruptBatchError        a batch fails its CRC or its header is impossible
         ├── TornTailError            the file ends inside a batch (an interrupted write)
-        └── SnapshotError            a snapshot file is misnamed, incomplete or inconsistent
+        ├── SnapshotError            a snapshot file is misnamed, incomplete or inconsistent
+        └── JournalCorruptError      the Raft journal or dump on disk is torn or corrupt
 
 Decode and file errors carry the byte position (and, where known, the log offset) at which the
 problem was found, so an operator can locate it with ``chunkraft records dump``.
@@ -24,6 +25,7 @@ __all__ = [
     "ChunkraftError",
     "CorruptBatchError",
     "InvariantError",
+    "JournalCorruptError",
     "LogFileError",
     "RecordDecodeError",
     "RecordEncodeError",
@@ -91,3 +93,7 @@ class TornTailError(LogFileError):
 
 class SnapshotError(LogFileError):
     """A snapshot file that is misnamed, incomplete (no end marker) or inconsistent."""
+
+
+class JournalCorruptError(LogFileError):
+    """The Raft journal or dump on disk is not what pysyncobj and chunkraft wrote."""
