@@ -87,6 +87,7 @@ class Errors(enum.Enum):
     INVALID_UPDATE_VERSION = (95, False, "The given update version was invalid.")
     UNKNOWN_TOPIC_ID = (100, True, "This server does not host this topic ID.")
     DUPLICATE_BROKER_REGISTRATION = (101, False, "This broker ID is already in use.")
+    BROKER_ID_NOT_REGISTERED = (102, False, "The given broker ID was not registered.")
     INCONSISTENT_TOPIC_ID = (103, True, "The log's topic ID did not match the topic ID in the request.")
     INCONSISTENT_CLUSTER_ID = (104, False, "The clusterId in the request does not match that found on the server.")
     TRANSACTIONAL_ID_NOT_FOUND = (105, False, "The transactionalId could not be found.")
