@@ -33,9 +33,11 @@ __all__ = [
     "latest_snapshot",
     "list_snapshots",
     "parse_snapshot_name",
+    "read_embedded_snapshot_batches",
     "read_snapshot",
     "read_snapshot_batches",
     "remove_partial_snapshots",
+    "snapshot_batches",
     "snapshot_name",
     "write_snapshot",
 ]
@@ -132,7 +134,7 @@ def remove_partial_snapshots(directory: str | os.PathLike[str]) -> list[Path]:
     return sorted(removed)
 
 
-def _batches(
+def snapshot_batches(
     records: Iterable[bytes],
     *,
     epoch: int,
@@ -141,7 +143,12 @@ def _batches(
     records_per_batch: int,
     batch_bytes: int,
 ) -> Iterator[bytes]:
-    """The encoded batches of a snapshot; the last one, possibly empty, ends the snapshot."""
+    """The encoded batches of a snapshot; the last one, possibly empty, ends the snapshot.
+
+    :func:`write_snapshot` writes these to a named file; a file that embeds a snapshot behind a
+    header of its own (the Raft dump) writes them itself and reads them back with
+    :func:`read_embedded_snapshot_batches`.
+    """
     iterator = iter(records)
     offset = 0
     # One chunk of look-ahead: a batch can only be flagged as the last once the next is known empty.
@@ -219,7 +226,7 @@ def write_snapshot(
     part = final.with_name(final.name + PART_SUFFIX)
     try:
         with part.open("wb") as file:
-            for batch in _batches(
+            for batch in snapshot_batches(
                 records,
                 epoch=epoch,
                 cluster_id=cluster_id,
@@ -249,16 +256,26 @@ def read_snapshot_batches(path: str | os.PathLike[str]) -> Iterator[Batch]:
     that fails its CRC.
     """
     snapshot_id = parse_snapshot_name(path)
-    return _checked_batches(Path(path), snapshot_id)
+    return _checked_batches(Path(path), snapshot_id.epoch, "the snapshot's name says")
 
 
-def _checked_batches(path: Path, snapshot_id: SnapshotId) -> Iterator[Batch]:
+def read_embedded_snapshot_batches(
+    path: str | os.PathLike[str], *, start: int, epoch: int
+) -> Iterator[Batch]:
+    """Like :func:`read_snapshot_batches`, for snapshot batches that begin at byte ``start`` of a
+    file with a header of its own; ``epoch`` is what every batch must carry."""
+    return _checked_batches(Path(path), epoch, "the file's header says", start)
+
+
+def _checked_batches(
+    path: Path, expected_epoch: int, epoch_source: str, start: int = 0
+) -> Iterator[Batch]:
     label = str(path)
     cluster_id: uuid.UUID | None = None
     end: Batch | None = None
-    position = 0
+    position = start
     try:
-        for batch in read_batches(path):
+        for batch in read_batches(path, start=start):
             position = batch.end_position
             if end is not None:
                 raise SnapshotError(
@@ -281,10 +298,10 @@ def _checked_batches(path: Path, snapshot_id: SnapshotId) -> Iterator[Batch]:
                     label,
                     batch.position,
                 )
-            if batch.epoch != snapshot_id.epoch:
+            if batch.epoch != expected_epoch:
                 raise SnapshotError(
                     f"batch at base offset {batch.base_offset} has epoch {batch.epoch}, "
-                    f"the snapshot's name says {snapshot_id.epoch}",
+                    f"{epoch_source} {expected_epoch}",
                     label,
                     batch.position,
                 )

@@ -1,0 +1,124 @@
+"""Checks pysyncobj's journal and dump before a node starts on them.
+
+pysyncobj's journal has no checksum of its own: a torn or flipped journal would be replayed (or
+loop for ever on an unpicklable command), and a dump it cannot load is logged and skipped. So a
+node reads both first: every journal record must be whole, every regular command must unpickle
+to our one entry point's arguments with plain data only (no class is ever loaded), and every
+chunkraft entry must pass its CRCs; the dump must be whole with its header and batch CRCs good.
+Anything else stops the start with a report naming the file, the byte and the Raft index.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import pickle
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chunkraft.controller.raft.dump import read_dump
+from chunkraft.controller.raft.entry import EntryCorruptError, decode_entry
+from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError
+
+__all__ = ["JournalCheck", "check_dump", "check_journal"]
+
+# The journal layout of pysyncobj 0.3.x (journal.py): a 40-byte header ending with the offset
+# after the last record, then records of u32 size | u64 index | u64 term | command | u32 size.
+_NAME_SIZE, _VERSION_SIZE = 24, 8
+_LAST_RECORD_AT = _NAME_SIZE + _VERSION_SIZE + 4
+_FIRST_RECORD_AT = _LAST_RECORD_AT + 4
+_REGULAR_COMMAND = 0
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Unpickles tuples, bytes, numbers and strings only: a command naming any class is bad.
+
+    pysyncobj pickles with protocol 2, which spells bytes as ``_codecs.encode(text, "latin1")``;
+    that one function is harmless and is the only one allowed.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("_codecs", "encode"):
+            return codecs.encode
+        raise pickle.UnpicklingError(f"a journal command refers to {module}.{name}")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalCheck:
+    """What a journal holds: its entries and the chunkraft entries among them."""
+
+    entries: int
+    chunkraft_entries: int
+    first_index: int
+    last_index: int
+
+
+def _payload_of(command: bytes) -> bytes | None:
+    """Our entry payload inside a regular pysyncobj command, or None for other commands."""
+    if not command or command[0] != _REGULAR_COMMAND:
+        return None
+    decoded = _DataOnlyUnpickler(io.BytesIO(command[1:])).load()
+    # (method id, (payload,)): our one entry point takes the payload as its only argument.
+    if (isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[1], tuple)
+            and len(decoded[1]) == 1 and isinstance(decoded[1][0], bytes)):
+        return decoded[1][0]
+    raise pickle.UnpicklingError(f"unexpected command shape {type(decoded).__name__}")
+
+
+def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
+    """Reads the whole journal at ``path``; raises :class:`JournalCorruptError` at the first
+    record that is torn, out of order or fails a chunkraft CRC."""
+    label = str(path)
+    data = Path(path).read_bytes()
+    if len(data) < _FIRST_RECORD_AT:
+        raise JournalCorruptError("the journal is shorter than its header", label, 0)
+    (end,) = struct.unpack_from("<I", data, _LAST_RECORD_AT)
+    if not _FIRST_RECORD_AT <= end <= len(data):
+        raise JournalCorruptError(
+            f"the journal's header says its records end at byte {end}, the file has "
+            f"{len(data)} bytes", label, _LAST_RECORD_AT)
+    position = _FIRST_RECORD_AT
+    entries = ours = 0
+    first = last = -1
+    while position < end:
+        if position + 4 > end:
+            raise JournalCorruptError("a record's size is cut short", label, position)
+        (size,) = struct.unpack_from("<I", data, position)
+        record_end = position + 4 + size + 4
+        if size < 16 or record_end > end:
+            raise JournalCorruptError(f"a record of {size} bytes runs past the journal's end",
+                                      label, position)
+        (trailer,) = struct.unpack_from("<I", data, position + 4 + size)
+        if trailer != size:
+            raise JournalCorruptError("a record's trailing size differs from its leading one",
+                                      label, position)
+        index, _term = struct.unpack_from("<QQ", data, position + 4)
+        if last != -1 and index != last + 1:
+            raise JournalCorruptError(f"Raft index {index} follows index {last}", label, position)
+        command = data[position + 20 : position + 4 + size]
+        try:
+            payload = _payload_of(command)
+            if payload is not None:
+                decode_entry(payload)
+                ours += 1
+        except (pickle.UnpicklingError, EOFError, ValueError, EntryCorruptError) as error:
+            raise JournalCorruptError(f"Raft index {index}: {error}", label, position) from error
+        if first == -1:
+            first = index
+        last = index
+        entries += 1
+        position = record_end
+    return JournalCheck(entries, ours, first, last)
+
+
+def check_dump(path: str | os.PathLike[str]) -> None:
+    """Reads the dump at ``path`` whole; raises :class:`JournalCorruptError` if it is bad."""
+    try:
+        read_dump(path)
+    except (ChunkraftError, OSError) as error:
+        position = error.position if isinstance(error, LogFileError) else 0
+        raise JournalCorruptError(f"the Raft dump is unusable: {error}", str(path),
+                                  position) from error

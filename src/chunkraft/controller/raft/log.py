@@ -1,0 +1,84 @@
+"""The interface every Raft log of the controller offers, and the quorum's status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Protocol
+
+from chunkraft.controller.raft.entry import ProposedBatch
+from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
+from chunkraft.errors import ChunkraftError
+
+__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "VoterStatus"]
+
+
+class ProposalError(ChunkraftError):
+    """A proposal whose outcome is unknown: not leader, leader changed, discarded, timed out.
+
+    Whatever the reason, the entry may still commit later; only its idempotency key makes a
+    retry safe. ``reason`` is the Raft library's word for it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the proposal's outcome is unknown: {reason}")
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class VoterStatus:
+    """One voter as this node sees it (the leader sees its followers' progress)."""
+
+    node_id: int
+    address: str
+    log_end_index: int | None
+    """The last Raft index known to be on that voter (the leader's match index); None if unknown."""
+    lag: int | None
+    last_contact_ms_ago: int | None
+    connected: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumStatus:
+    """What ``kafka-metadata-quorum describe --status / --replication`` shows, for this node."""
+
+    node_id: int
+    state: str
+    leader_id: int | None
+    epoch: int
+    has_quorum: bool
+    commit_index: int
+    last_applied_index: int
+    high_watermark: int
+    """The metadata offset after the last committed record this node has applied."""
+    voters: tuple[VoterStatus, ...]
+    failure: str | None
+
+
+class RaftLog(Protocol):
+    """A Raft-replicated log of entries that feed :attr:`state_machine`.
+
+    ``propose`` returns a future resolved with one outcome per batch once the entry is committed,
+    applied on this node and flushed to its disk, or failed with :class:`ProposalError`.
+    Listeners are called from the Raft thread: they must be quick and must not raise.
+    """
+
+    node_id: int
+    state_machine: MetadataStateMachine
+
+    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]: ...
+
+    def is_leader(self) -> bool: ...
+
+    def leader_id(self) -> int | None: ...
+
+    def epoch(self) -> int: ...
+
+    def status(self) -> QuorumStatus: ...
+
+    def add_apply_listener(self, listener: Callable[[], None]) -> None: ...
+
+    def add_leadership_listener(self, listener: Callable[[bool], None]) -> None: ...
+
+    def close(self) -> None: ...

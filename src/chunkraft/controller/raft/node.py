@@ -1,0 +1,310 @@
+"""RaftNode: the controller's Raft log on pysyncobj. The only module that imports pysyncobj.
+
+Settings follow what we measured (``../shared/PYSYNCOBJ.md``): a journal and a dump file always,
+our own dump format (no pickle, no fork), no append batching, short election timeouts on a LAN,
+the password always, bound to the configured address only, and commands that fail at once when
+there is no leader rather than queue for ever.
+
+One replicated method, ``commit_batches(payload)``, is the only command ever written to the
+journal; pysyncobj numbers replicated methods by their sorted names, so there must never be a
+second one. It never raises: the state machine returns errors as values.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+
+from chunkraft.controller.raft.dump import read_dump, write_dump
+from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
+from chunkraft.controller.raft.journal_check import check_dump, check_journal
+from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
+from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
+
+__all__ = ["RaftNode", "RaftSettings"]
+
+logger = logging.getLogger(__name__)
+
+_FAIL_REASONS = {
+    value: name for name, value in vars(FAIL_REASON).items() if not name.startswith("_")
+}
+_STATES = {0: "follower", 1: "candidate", 2: "leader"}
+
+
+@dataclass(frozen=True, slots=True)
+class RaftSettings:
+    """Everything the Raft node needs; times in seconds."""
+
+    node_id: int
+    voters: dict[int, str]
+    """Node id -> ``host:port`` of every voter, this node included."""
+    data_dir: Path
+    password: str
+    cluster_id: uuid.UUID
+    election_timeout_min: float = 0.2
+    election_timeout_max: float = 0.5
+    append_entries_period: float = 0.05
+    connection_retry: float = 0.5
+    leader_fallback_timeout: float = 1.5
+    log_compaction_min_entries: int = 50_000
+    log_compaction_min_time: float = 300.0
+    max_retained_bytes: int = 64 * 1024 * 1024
+
+    @property
+    def address(self) -> str:
+        return self.voters[self.node_id]
+
+    @property
+    def journal_path(self) -> Path:
+        return self.data_dir / "raft" / "journal"
+
+    @property
+    def dump_path(self) -> Path:
+        return self.data_dir / "raft" / "dump"
+
+
+class _EntryPoint(SyncObjConsumer):  # type: ignore[misc]
+    """Holds the one replicated method; built before the SyncObj, as pysyncobj requires."""
+
+    def __init__(self, apply: Callable[[bytes], tuple[BatchOutcome, ...]]) -> None:
+        self._apply = apply
+        super().__init__()
+
+    @replicated  # type: ignore[untyped-decorator]
+    def commit_batches(self, payload: bytes) -> tuple[BatchOutcome, ...]:
+        return self._apply(payload)
+
+
+class RaftNode:
+    """A voter of the controller quorum; see :class:`~chunkraft.controller.raft.log.RaftLog`.
+
+    Durability: an outcome is handed back only after this node has msync'ed its journal, so the
+    leader never acknowledges an entry that is only in its page cache. Followers msync after
+    they apply. Term and vote are stored by pysyncobj with a rename but no fsync (see
+    ``docs/controller.md``). Thread-safe: proposals, status and the state machine's readers may
+    run in any thread; everything else runs in pysyncobj's tick thread.
+    """
+
+    def __init__(self, settings: RaftSettings) -> None:
+        self.settings = settings
+        self.node_id = settings.node_id
+        self.state_machine = MetadataStateMachine(max_retained_bytes=settings.max_retained_bytes)
+        self._address_to_id = {address: node for node, address in settings.voters.items()}
+        self._apply_listeners: list[Callable[[], None]] = []
+        self._leadership_listeners: list[Callable[[bool], None]] = []
+        self._done: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
+        self._done_lock = threading.Lock()
+        self._applied_since_flush = False
+        self._closed = False
+        raft_dir = settings.journal_path.parent
+        raft_dir.mkdir(parents=True, exist_ok=True)
+        self._check_files()
+        self._entry_point = _EntryPoint(self._apply)
+        conf = SyncObjConf(
+            password=settings.password,
+            bindAddress=settings.address,
+            journalFile=str(settings.journal_path),
+            fullDumpFile=str(settings.dump_path),
+            serializer=self._write_dump,
+            deserializer=self._read_dump,
+            useFork=False,
+            appendEntriesUseBatch=False,
+            raftMinTimeout=settings.election_timeout_min,
+            raftMaxTimeout=settings.election_timeout_max,
+            appendEntriesPeriod=settings.append_entries_period,
+            connectionRetryTime=settings.connection_retry,
+            connectionTimeout=max(settings.election_timeout_max, 1.0),
+            leaderFallbackTimeout=settings.leader_fallback_timeout,
+            commandsWaitLeader=False,
+            logCompactionMinEntries=settings.log_compaction_min_entries,
+            logCompactionMinTime=settings.log_compaction_min_time,
+            dynamicMembershipChange=False,
+            onStateChanged=self._on_state_changed,
+        )
+        others = [address for node, address in settings.voters.items() if node != self.node_id]
+        self._syncobj = SyncObj(settings.address, others, conf, consumers=[self._entry_point])
+        self._syncobj.addOnTickCallback(self._after_tick)
+
+    def _check_files(self) -> None:
+        """Refuses to start on a torn or corrupt journal or dump (JournalCorruptError)."""
+        if self.settings.dump_path.exists():
+            check_dump(self.settings.dump_path)
+        if self.settings.journal_path.exists():
+            result = check_journal(self.settings.journal_path)
+            logger.info("journal checked: %d entries, %d chunkraft entries, indexes %d..%d",
+                        result.entries, result.chunkraft_entries, result.first_index,
+                        result.last_index)
+
+    # ------------------------------------------------------------------ tick thread
+
+    def _apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
+        self._applied_since_flush = True
+        return self.state_machine.apply_entry(payload)
+
+    def _write_dump(self, path: str, data: Any) -> None:
+        last, previous, members = data
+        started = time.monotonic()
+        try:
+            write_dump(
+                path,
+                image=self.state_machine.image,
+                cluster_id=self.settings.cluster_id,
+                keys=self.state_machine.idempotency_keys(),
+                last_entry=last,
+                previous_entry=previous,
+                members=[str(getattr(member, "address", member)) for member in members],
+            )
+        except Exception:  # pysyncobj swallows it: say why, it keeps the journal and retries
+            logger.exception("writing the Raft dump failed")
+            raise
+        logger.info("Raft dump written at offset %d in %.2f s", self.state_machine.image.offset,
+                    time.monotonic() - started)
+
+    def _read_dump(self, path: str) -> tuple[Any, Any, Any]:
+        try:
+            header, image = read_dump(path)
+        except Exception as error:
+            self.state_machine.failure = f"the Raft dump cannot be loaded: {error}"
+            logger.critical("%s", self.state_machine.failure)
+            raise
+        self.state_machine.restore(image, header.keys)
+        logger.info("Raft dump loaded at offset %d", image.offset)
+        return header.last_entry, header.previous_entry, set()
+
+    def _on_state_changed(self, old: int, new: int) -> None:
+        was_leader, is_leader = old == 2, new == 2
+        if was_leader != is_leader:
+            for listener in self._leadership_listeners:
+                _call_safely(listener, is_leader)
+
+    def _on_result(
+        self, future: Future[tuple[BatchOutcome, ...]], result: Any, error: int
+    ) -> None:
+        with self._done_lock:
+            self._done.append((future, result, error))
+
+    def _after_tick(self) -> None:
+        with self._done_lock:
+            done, self._done = self._done, []
+        applied = self._applied_since_flush
+        if applied or done:
+            self._applied_since_flush = False
+            self._flush_journal()
+        for future, result, error in done:
+            if future.done():
+                continue
+            if error == FAIL_REASON.SUCCESS:
+                future.set_result(result)
+            else:
+                future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
+        if applied:
+            for listener in self._apply_listeners:
+                _call_safely(listener)
+
+    def _flush_journal(self) -> None:
+        journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
+        flush = getattr(journal, "flush", None)
+        if flush is not None:
+            flush()
+
+    # ------------------------------------------------------------------ any thread
+
+    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
+        future: Future[tuple[BatchOutcome, ...]] = Future()
+        if self._closed:
+            future.set_exception(ProposalError("the node is stopping"))
+            return future
+        payload = encode_entry(batches)
+
+        def callback(result: Any, error: int) -> None:
+            self._on_result(future, result, error)
+
+        self._entry_point.commit_batches(payload, callback=callback)
+        return future
+
+    def is_leader(self) -> bool:
+        return bool(self._syncobj._isLeader()) and bool(self._syncobj.hasQuorum)
+
+    def leader_id(self) -> int | None:
+        leader = self._syncobj._getLeader()
+        if leader is None:
+            return None
+        return self._address_to_id.get(str(getattr(leader, "address", leader)))
+
+    def epoch(self) -> int:
+        return int(self._syncobj.raftCurrentTerm)
+
+    def status(self) -> QuorumStatus:
+        status = self._syncobj.getStatus()
+        state = _STATES.get(int(status["state"]), str(status["state"]))
+        response_times: dict[Any, float] = getattr(
+            self._syncobj, "_SyncObj__lastResponseTime", {})
+        own_index = self._last_log_index()
+        now = time.monotonic()
+        voters = []
+        for node_id, address in sorted(self.settings.voters.items()):
+            if node_id == self.node_id:
+                voters.append(VoterStatus(node_id, address, own_index, 0, 0, True))
+                continue
+            match = status.get(f"match_idx_server_{address}") if state == "leader" else None
+            contact = None
+            if state == "leader":
+                for node, seen in response_times.items():
+                    if str(getattr(node, "address", node)) == address:
+                        contact = int((now - seen) * 1000)
+            connected = status.get(f"partner_node_status_server_{address}") == 2
+            voters.append(VoterStatus(
+                node_id, address, None if match is None else int(match),
+                None if match is None else max(own_index - int(match), 0), contact, connected))
+        image = self.state_machine.image
+        return QuorumStatus(
+            node_id=self.node_id,
+            state=state,
+            leader_id=self.leader_id(),
+            epoch=int(status["raft_term"]),
+            has_quorum=bool(status["has_quorum"]),
+            commit_index=int(status["commit_idx"]),
+            last_applied_index=int(status["last_applied"]),
+            high_watermark=image.offset + 1,
+            voters=tuple(voters),
+            failure=self.state_machine.failure,
+        )
+
+    def _last_log_index(self) -> int:
+        journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
+        if journal is None or len(journal) == 0:
+            return 0
+        return int(journal[-1][1])
+
+    def add_apply_listener(self, listener: Callable[[], None]) -> None:
+        self._apply_listeners.append(listener)
+
+    def add_leadership_listener(self, listener: Callable[[bool], None]) -> None:
+        self._leadership_listeners.append(listener)
+
+    def force_compaction(self) -> None:
+        """Asks pysyncobj to write a dump and compact its journal at its next tick."""
+        self._syncobj.forceLogCompaction()
+
+    def close(self) -> None:
+        """Stops the tick thread and closes the journal (flushed) and the port."""
+        if self._closed:
+            return
+        self._closed = True
+        self._syncobj.destroy_synchronous()
+
+
+def _call_safely(listener: Callable[..., None], *args: Any) -> None:
+    try:
+        listener(*args)
+    except Exception:  # a listener must never take the Raft thread down
+        logger.exception("a Raft listener failed")
