@@ -1,0 +1,331 @@
+"""QuorumController: runs operations on the leader and commits their records through Raft.
+
+The write path, all on one asyncio event loop:
+
+1. the operation reads the *speculative* image (the committed image plus every batch this leader
+   has proposed and not yet seen applied) and returns ``ControllerResult(records, response)``;
+2. the records are encoded into a batch that must start at ``speculative.offset + 1``, with an
+   idempotency key and the response, and the speculative image moves past them;
+3. batches waiting while earlier entries are in flight are proposed together as one Raft entry
+   (group commit), so a burst of small operations costs few Raft round trips;
+4. when the entry is applied the caller gets its response, or on an offset mismatch (a write got
+   there first, e.g. across a failover) the operation is validated again on the fresh image.
+
+After winning an election the leader commits a barrier (a NoOpRecord) before it validates
+anything, so every entry of earlier terms is in its image first. Reads use the committed image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
+from chunkraft.controller.raft.entry import ANY_OFFSET, IDEMPOTENCY_KEY_SIZE, ProposedBatch
+from chunkraft.controller.raft.log import ProposalError, RaftLog
+from chunkraft.controller.raft.state_machine import NO_KEY, BatchOutcome, BatchStatus, TailRead
+from chunkraft.controller.result import Operation
+from chunkraft.error_codes import ApiException, Errors
+from chunkraft.records import NoOpRecord, encode_record
+
+__all__ = ["QuorumController", "WriteResult"]
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
+
+MAX_ENTRIES_IN_FLIGHT = 2
+"""Raft entries proposed and not yet applied; more batches wait and go together in the next."""
+MAX_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult(Generic[T]):
+    """An operation's response and the metadata offset that reflects it.
+
+    ``offset`` is the last offset of the committed batch, or the offset of the image the
+    operation read when it wrote nothing (errors, validate-only requests).
+    """
+
+    response: T
+    offset: int
+    committed: bool
+
+
+class _Pending:
+    """A batch waiting for its Raft entry, with the future its writer awaits."""
+
+    __slots__ = ("batch", "future")
+
+    def __init__(self, batch: ProposedBatch, future: asyncio.Future[BatchOutcome]) -> None:
+        self.batch = batch
+        self.future = future
+
+
+class QuorumController:
+    """The controller's operations on top of a :class:`RaftLog`; one per node.
+
+    Thread-safety: every coroutine must run on the loop passed to :meth:`start`; Raft callbacks
+    are brought onto it with ``call_soon_threadsafe``. :attr:`image` may be read from anywhere.
+    """
+
+    def __init__(
+        self,
+        raft: RaftLog,
+        *,
+        request_timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.raft = raft
+        self.request_timeout = request_timeout
+        self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._write_lock = asyncio.Lock()
+        self._speculative: MetadataImage | None = None
+        self._speculative_epoch = -1
+        self._queue: list[_Pending] = []
+        self._in_flight = 0
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._applied = asyncio.Condition()
+        self._notify_scheduled = False
+        self._notify_task: asyncio.Future[None] | None = None
+        self.leader_changes = 0
+        self.leadership_listeners: list[Callable[[bool], None]] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Binds to the running loop and subscribes to the Raft log's events."""
+        self._loop = asyncio.get_running_loop()
+        loop = self._loop
+
+        def applied() -> None:
+            loop.call_soon_threadsafe(self._schedule_notify)
+
+        def leadership(leader: bool) -> None:
+            loop.call_soon_threadsafe(self._on_leadership, leader)
+
+        self.raft.add_apply_listener(applied)
+        self.raft.add_leadership_listener(leadership)
+
+    def _on_leadership(self, leader: bool) -> None:
+        self.leader_changes += 1
+        self._speculative = None  # a new leader first commits a barrier; a deposed one stops
+        logger.info("node %d %s leadership", self.raft.node_id, "gained" if leader else "lost")
+        for listener in self.leadership_listeners:
+            listener(leader)
+
+    def _schedule_notify(self) -> None:
+        # Many entries can apply per loop turn; wake the readers once for all of them.
+        if not self._notify_scheduled:
+            self._notify_scheduled = True
+            self._notify_task = asyncio.ensure_future(self._notify_applied())
+
+    async def _notify_applied(self) -> None:
+        self._notify_scheduled = False
+        async with self._applied:
+            self._applied.notify_all()
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed image this node has applied (never the speculative one)."""
+        return self.raft.state_machine.image
+
+    def is_leader(self) -> bool:
+        return self.raft.is_leader()
+
+    def leader_id(self) -> int | None:
+        return self.raft.leader_id()
+
+    async def wait_for_offset(self, offset: int, timeout: float) -> bool:
+        """Waits until this node has applied ``offset``; False if it has not within ``timeout``."""
+        if self.image.offset >= offset:
+            return True
+        deadline = time.monotonic() + timeout
+        async with self._applied:
+            while self.image.offset < offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._applied.wait(), remaining)
+        return True
+
+    async def read_after(
+        self, offset: int, *, max_records: int, max_bytes: int, wait: float
+    ) -> TailRead:
+        """Committed batches after ``offset``, waiting up to ``wait`` seconds for one."""
+        state_machine = self.raft.state_machine
+        read = state_machine.read_after(offset, max_records=max_records, max_bytes=max_bytes)
+        if read.batches or read.snapshot_needed or wait <= 0:
+            return read
+        await self.wait_for_offset(offset + 1, wait)
+        return state_machine.read_after(offset, max_records=max_records, max_bytes=max_bytes)
+
+    # ------------------------------------------------------------------ writes
+
+    async def write(
+        self,
+        operation: Operation[R],
+        response_type: type[R],
+        *,
+        idempotency_key: bytes | None = None,
+        timeout: float | None = None,
+    ) -> WriteResult[R]:
+        """Runs ``operation`` on the leader and commits its records; see the module docstring.
+
+        Raises ApiException: NOT_CONTROLLER on a node that is not the leader, REQUEST_TIMED_OUT
+        when the outcome is not known in time (retry with the same key: it never applies
+        twice), METADATA_LOG_CORRUPT when this node stopped applying its log.
+        """
+        key = idempotency_key or os.urandom(IDEMPOTENCY_KEY_SIZE)
+        if len(key) != IDEMPOTENCY_KEY_SIZE or key == NO_KEY:
+            raise ApiException(Errors.INVALID_REQUEST, "an idempotency key is 16 non-zero bytes")
+        deadline = time.monotonic() + (timeout if timeout is not None else self.request_timeout)
+        last_error = "no attempt made"
+        for _attempt in range(MAX_ATTEMPTS):
+            self._check_usable()
+            earlier = self.raft.state_machine.outcome_of(key)
+            if earlier is not None:
+                return self._committed(earlier, response_type)
+            async with self._write_lock:
+                base = await self._speculative_image(deadline)
+                result = operation(base)
+                if not result.records:
+                    return WriteResult(result.response, base.offset, False)
+                pending = self._stage(key, base, result.records, result.response)
+            try:
+                remaining = max(deadline - time.monotonic(), 0.001)
+                outcome = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
+            except TimeoutError:
+                self._speculative = None
+                raise ApiException(
+                    Errors.REQUEST_TIMED_OUT,
+                    "the operation was proposed but not known to be committed in time; it may "
+                    "still commit: retry with the same idempotency key") from None
+            except ProposalError as error:
+                self._speculative = None
+                last_error = error.reason
+                await asyncio.sleep(0.05)
+                continue
+            if outcome.status in (BatchStatus.COMMITTED, BatchStatus.DUPLICATE):
+                return self._committed(outcome, response_type)
+            self._speculative = None
+            if outcome.status is BatchStatus.CORRUPT:
+                raise ApiException(Errors.METADATA_LOG_CORRUPT, outcome.message)
+            if outcome.status is BatchStatus.INVALID:
+                logger.error("a validated batch did not replay: %s", outcome.message)
+                raise ApiException(Errors.UNKNOWN_SERVER_ERROR, outcome.message)
+            last_error = outcome.message  # OFFSET_MISMATCH: validate again on the new image
+        raise ApiException(Errors.REQUEST_TIMED_OUT, f"gave up after {MAX_ATTEMPTS} attempts: "
+                                                     f"{last_error}")
+
+    def _check_usable(self) -> None:
+        failure = self.raft.state_machine.failure
+        if failure is not None:
+            raise ApiException(Errors.METADATA_LOG_CORRUPT, failure)
+        if not self.raft.is_leader():
+            leader = self.raft.leader_id()
+            raise ApiException(
+                Errors.NOT_CONTROLLER,
+                f"node {self.raft.node_id} is not the leader; the leader is "
+                f"{'unknown' if leader is None else f'node {leader}'}")
+
+    @staticmethod
+    def _committed(outcome: BatchOutcome, response_type: type[R]) -> WriteResult[R]:
+        response = response_type.model_validate_json(outcome.response)
+        return WriteResult(response, outcome.last_offset, True)
+
+    async def _speculative_image(self, deadline: float) -> MetadataImage:
+        """The image to validate against; after a failure or a new election, rebuilt from the
+        committed image once everything in flight is settled (and a barrier has committed)."""
+        epoch = self.raft.epoch()
+        if self._speculative is not None and self._speculative_epoch == epoch:
+            return self._speculative
+        remaining = max(deadline - time.monotonic(), 0.001)
+        try:
+            await asyncio.wait_for(self._drained.wait(), remaining)
+        except TimeoutError:
+            raise ApiException(Errors.REQUEST_TIMED_OUT, "earlier writes are still in flight"
+                               ) from None
+        if self._speculative_epoch != epoch:
+            await self._commit_barrier(deadline)
+        self._check_usable()
+        self._speculative = self.image
+        self._speculative_epoch = epoch
+        return self._speculative
+
+    async def _commit_barrier(self, deadline: float) -> None:
+        batch = ProposedBatch(NO_KEY, ANY_OFFSET, self.raft.epoch(), self._now_ms(),
+                              (encode_record(NoOpRecord()),))
+        future = asyncio.wrap_future(self.raft.propose([batch]))
+        try:
+            await asyncio.wait_for(future, max(deadline - time.monotonic(), 0.001))
+        except ProposalError as error:
+            raise ApiException(Errors.NOT_CONTROLLER, f"leadership barrier failed: "
+                                                      f"{error.reason}") from None
+        except TimeoutError:
+            raise ApiException(Errors.REQUEST_TIMED_OUT, "the leadership barrier did not "
+                                                         "commit in time") from None
+
+    def _stage(
+        self, key: bytes, base: MetadataImage, records: tuple[Any, ...], response: BaseModel
+    ) -> _Pending:
+        epoch = self.raft.epoch()
+        batch = ProposedBatch(
+            key,
+            base.offset + 1,
+            epoch,
+            self._now_ms(),
+            tuple(encode_record(record) for record in records),
+            response.model_dump_json().encode(),
+        )
+        delta = MetadataDelta(base)
+        delta.replay_all(records)
+        self._speculative = delta.apply(MetadataProvenance(base.offset + len(records), epoch))
+        loop = asyncio.get_running_loop()
+        pending = _Pending(batch, loop.create_future())
+        self._queue.append(pending)
+        self._drained.clear()
+        if self._in_flight < MAX_ENTRIES_IN_FLIGHT:
+            self._send_queued()
+        return pending
+
+    def _send_queued(self) -> None:
+        queued, self._queue = self._queue, []
+        if not queued:
+            return
+        self._in_flight += 1
+        raft_future = asyncio.wrap_future(self.raft.propose([item.batch for item in queued]))
+        raft_future.add_done_callback(lambda done: self._entry_done(done, queued))
+
+    def _entry_done(self, done: asyncio.Future[tuple[BatchOutcome, ...]],
+                    queued: list[_Pending]) -> None:
+        self._in_flight -= 1
+        error = done.exception()
+        for index, item in enumerate(queued):
+            if item.future.done():
+                continue
+            if error is not None:
+                item.future.set_exception(error)
+            else:
+                item.future.set_result(done.result()[index])
+        if self._queue:
+            self._send_queued()
+        elif self._in_flight == 0:
+            self._drained.set()
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
