@@ -1,0 +1,60 @@
+"""create_app: the controller's HTTP surface, built for one ControllerContext."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from chunkraft.api import controller_routes, quorum, stream
+from chunkraft.api.context import ControllerContext
+from chunkraft.api.errors import install_error_handlers
+from chunkraft.controller.session_monitor import run_session_monitor
+
+__all__ = ["create_app"]
+
+
+def create_app(context: ControllerContext, *, monitor_sessions: bool = True) -> FastAPI:
+    """The FastAPI application of one controller node; nothing is built at import time."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await context.controller.start()
+        monitor = None
+        if monitor_sessions:
+            monitor = asyncio.create_task(
+                run_session_monitor(context.controller, context.heartbeats,
+                                    monotonic=context.monotonic))
+        try:
+            yield
+        finally:
+            if monitor is not None:
+                monitor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await monitor
+            await context.aclose()
+
+    app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan)
+    app.state.context = context
+    install_error_handlers(app)
+    app.include_router(controller_routes.router)
+    app.include_router(stream.router)
+    app.include_router(quorum.router)
+
+    @app.get("/healthz", tags=["health"], summary="The process is up")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok", "node_id": context.node_id})
+
+    @app.get("/readyz", tags=["health"], summary="A leader is known and this node applies its log")
+    async def readyz(request: Request) -> JSONResponse:
+        status = context.controller.raft.status()
+        ready = status.failure is None and status.leader_id is not None and status.has_quorum
+        return JSONResponse(
+            {"ready": ready, "leader_id": status.leader_id, "failure": status.failure,
+             "metadata_offset": status.high_watermark - 1},
+            status_code=200 if ready else 503)
+
+    return app

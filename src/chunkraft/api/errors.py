@@ -1,0 +1,67 @@
+"""Whole-request errors as HTTP statuses with a Confluent-style body.
+
+Per-item errors (one topic of a batch) travel inside a 200 response, as in the Kafka protocol;
+only what fails the whole request becomes an HTTP status here. The body is always
+``{"error_code": <Kafka code>, "error_name": <Kafka name>, "message": ...}``.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from chunkraft.error_codes import ApiException, Errors
+
+__all__ = ["error_response", "http_status_of", "install_error_handlers", "validation_message"]
+
+_STATUS: dict[Errors, int] = {
+    Errors.INVALID_REQUEST: 400,
+    Errors.UNSUPPORTED_VERSION: 400,
+    Errors.CLUSTER_AUTHORIZATION_FAILED: 403,
+    Errors.TOPIC_AUTHORIZATION_FAILED: 403,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: 404,
+    Errors.MESSAGE_TOO_LARGE: 413,
+    Errors.NOT_CONTROLLER: 421,
+    Errors.REQUEST_TIMED_OUT: 503,
+    Errors.LEADER_NOT_AVAILABLE: 503,
+    Errors.METADATA_LOG_CORRUPT: 500,
+    Errors.UNKNOWN_SERVER_ERROR: 500,
+}
+
+
+def http_status_of(error: Errors) -> int:
+    return _STATUS.get(error, 400)
+
+
+def error_response(error: Errors, message: str | None = None,
+                   status: int | None = None) -> JSONResponse:
+    return JSONResponse(
+        status_code=status or http_status_of(error),
+        content={"error_code": error.code, "error_name": error.name,
+                 "message": message if message is not None else error.message},
+    )
+
+
+def validation_message(error: ValidationError | RequestValidationError) -> str:
+    """A one-line account of every problem pydantic found, naming each field."""
+    parts = []
+    for problem in error.errors():
+        location = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
+        parts.append(f"{location or 'body'}: {problem.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_api_exception(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiException)
+        return error_response(exc.error, exc.message)
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError | ValidationError)
+        return error_response(Errors.INVALID_REQUEST, validation_message(exc), 400)
+
+    app.add_exception_handler(ApiException, on_api_exception)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(ValidationError, on_validation)

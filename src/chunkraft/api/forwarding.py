@@ -1,0 +1,69 @@
+"""Forwarding a write that reached a follower to the quorum's leader.
+
+The follower keeps the request's idempotency key (generating one if the client sent none), so
+if the leader dies mid-request a retry can never apply twice. A forwarded request carries
+``X-Chunkraft-Forwarded``; a node that is not the leader either answers it with 421 instead of
+forwarding again, so requests never bounce between nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+from fastapi import Request, Response
+
+from chunkraft.api.context import ControllerContext
+from chunkraft.api.errors import error_response
+from chunkraft.error_codes import Errors
+
+__all__ = ["FORWARDED_HEADER", "IDEMPOTENCY_HEADER", "OFFSET_HEADER", "forward_to_leader"]
+
+FORWARDED_HEADER = "X-Chunkraft-Forwarded"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+OFFSET_HEADER = "X-Metadata-Offset"
+_PASSED_HEADERS = ("authorization", "content-type")
+LEADER_WAIT = 3.0
+"""How long a follower waits for an election to name a leader before answering 503."""
+
+
+async def forward_to_leader(
+    context: ControllerContext, request: Request, body: bytes, key: bytes
+) -> Response:
+    """The leader's answer to this request, or 421 / 503 when there is no leader to ask."""
+    if request.headers.get(FORWARDED_HEADER):
+        return error_response(
+            Errors.NOT_CONTROLLER,
+            f"node {context.node_id} is not the leader (the request was already forwarded)",
+            421,
+        )
+    deadline = time.monotonic() + LEADER_WAIT
+    leader = context.controller.leader_id()
+    while (leader is None or leader == context.node_id) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        leader = context.controller.leader_id()
+        if leader == context.node_id and context.controller.is_leader():
+            return error_response(Errors.NOT_CONTROLLER, "this node just became the leader; "
+                                  "retry", 503)
+    if leader is None or leader == context.node_id or leader not in context.controller_urls:
+        return error_response(Errors.NOT_CONTROLLER,
+                              "the controller quorum has no leader at the moment; retry", 503)
+    headers = {name: value for name, value in request.headers.items()
+               if name.lower() in _PASSED_HEADERS}
+    headers[IDEMPOTENCY_HEADER] = key.hex()
+    headers[FORWARDED_HEADER] = str(context.node_id)
+    url = context.controller_urls[leader] + request.url.path
+    if request.url.query:
+        url += "?" + request.url.query
+    try:
+        answer = await context.client().request(request.method, url, content=body,
+                                                headers=headers)
+    except httpx.HTTPError as error:
+        return error_response(
+            Errors.NOT_CONTROLLER,
+            f"forwarding to the leader, node {leader}, failed ({type(error).__name__}); retry "
+            f"with the same {IDEMPOTENCY_HEADER}", 503)
+    passed = {name: value for name, value in answer.headers.items()
+              if name.lower() in ("content-type", OFFSET_HEADER.lower())}
+    return Response(content=answer.content, status_code=answer.status_code, headers=passed)

@@ -1,0 +1,35 @@
+"""The quorum as every node sees it: ``kafka-metadata-quorum describe --status / --replication``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from chunkraft.api.context import ControllerContext
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/controller/v1", tags=["quorum"])
+
+
+@router.get("/quorum", summary="Leader, epoch, high watermark and each voter's progress")
+async def describe_quorum(request: Request) -> Response:
+    context: ControllerContext = request.app.state.context
+    controller = context.controller
+    status = controller.raft.status()
+    image = controller.image
+    body = dataclasses.asdict(status)
+    body.update(
+        cluster_id=context.cluster_id_text,
+        metadata_offset=image.offset,
+        metadata_epoch=image.epoch,
+        image_hash=image.content_hash() if request.query_params.get("hash") == "true" else None,
+        leader_changes=controller.leader_changes,
+        brokers=len(image.brokers),
+        topics=len(image.topics),
+        partitions=image.topics.partition_count(),
+        chunks=image.topics.chunk_count(),
+    )
+    return JSONResponse(body, headers={"X-Metadata-Offset": str(image.offset)})

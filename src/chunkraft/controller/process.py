@@ -1,0 +1,83 @@
+"""run_controller: one controller node as a process (Raft voter + HTTP surface).
+
+Start-up order: the data dir must be formatted for this cluster and node; the Raft journal and
+dump are checked whole (a corrupt one stops the start with a report); pysyncobj starts; then
+uvicorn serves the HTTP API on the configured listener. SIGTERM and SIGINT stop uvicorn
+gracefully (in-flight requests finish), then the Raft node closes its journal and port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+import uvicorn
+
+from chunkraft.api.app import create_app
+from chunkraft.api.context import ControllerContext
+from chunkraft.controller.config import ControllerConfig
+from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
+from chunkraft.controller.quorum_controller import QuorumController
+from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.storage import check_storage
+from chunkraft.errors import ChunkraftError
+
+__all__ = ["raft_settings", "run_controller"]
+
+logger = logging.getLogger(__name__)
+
+
+def raft_settings(config: ControllerConfig) -> RaftSettings:
+    """The Raft node's settings from the controller's configuration."""
+    return RaftSettings(
+        node_id=config.node_id,
+        voters={voter.node_id: voter.address for voter in config.controller_quorum_voters},
+        data_dir=config.data_dir,
+        password=config.raft_password,
+        cluster_id=config.cluster_id,
+        election_timeout_min=config.raft_election_timeout_min_ms / 1000,
+        election_timeout_max=config.raft_election_timeout_max_ms / 1000,
+        append_entries_period=config.raft_append_entries_period_ms / 1000,
+        connection_retry=config.raft_connection_retry_ms / 1000,
+        leader_fallback_timeout=config.raft_leader_fallback_timeout_ms / 1000,
+        log_compaction_min_entries=config.raft_log_compaction_min_entries,
+        log_compaction_min_time=config.raft_log_compaction_min_time_ms / 1000,
+        max_retained_bytes=config.metadata_max_retained_bytes,
+    )
+
+
+def run_controller(config: ControllerConfig) -> int:
+    """Runs the node until SIGTERM / SIGINT; returns the process exit status."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pysyncobj").setLevel(logging.WARNING)
+    try:
+        check_storage(config.data_dir, config.cluster_id, config.node_id)
+        node = RaftNode(raft_settings(config))
+    except ChunkraftError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        controller = QuorumController(node, request_timeout=config.request_timeout_ms / 1000)
+        context = ControllerContext(
+            controller=controller,
+            cluster_id=config.cluster_id,
+            node_id=config.node_id,
+            controller_urls={entry.node_id: entry.url for entry in config.controller_http_urls},
+            heartbeats=BrokerHeartbeatTracker(config.broker_session_timeout_ms / 1000),
+            super_users=config.super_users,
+            forward_timeout=config.request_timeout_ms / 1000,
+        )
+        app = create_app(context)
+        listener = config.listeners
+        server = uvicorn.Server(uvicorn.Config(
+            app, host=listener.host, port=listener.port, log_level="warning",
+            access_log=False, lifespan="on", timeout_graceful_shutdown=10))
+        logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
+                    config.raft_address, listener.url, config.cluster_id)
+        asyncio.run(server.serve())
+    finally:
+        node.close()
+        logger.info("controller %d stopped", config.node_id)
+    return 0 if node.state_machine.failure is None else 3
