@@ -1,0 +1,207 @@
+"""LocalCluster: a quorum of controller processes on 127.0.0.1, for the run command and tests.
+
+Each node is a real ``chunkraft controller --config`` process with its own formatted data dir,
+Raft port and HTTP port; nothing is shared but the cluster id and the Raft password, which are
+generated unless given. The launcher only ever signals processes it started, by their PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from chunkraft.controller.storage import format_storage, random_cluster_id
+from chunkraft.records.uuids import parse_kafka_uuid
+
+__all__ = ["ControllerProcess", "LocalCluster", "free_ports"]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports that were free a moment ago (bound to port 0, then released)."""
+    sockets: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+            ports.append(sock.getsockname()[1])
+    finally:
+        for sock in sockets:
+            sock.close()
+    return ports
+
+
+@dataclass
+class ControllerProcess:
+    """One controller node of a LocalCluster; ``process`` is None while it is stopped."""
+
+    node_id: int
+    raft_port: int
+    http_port: int
+    data_dir: Path
+    config_path: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class LocalCluster:
+    """``size`` controller processes under ``base_dir``; see the module docstring."""
+
+    base_dir: Path
+    size: int = 3
+    cluster_id: str = field(default_factory=random_cluster_id)
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    extra_properties: dict[str, str] = field(default_factory=dict)
+    nodes: dict[int, ControllerProcess] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.base_dir = Path(self.base_dir)
+        if not self.nodes:
+            ports = free_ports(2 * self.size)
+            for index in range(self.size):
+                node_id = index + 1
+                node_dir = self.base_dir / f"controller-{node_id}"
+                self.nodes[node_id] = ControllerProcess(
+                    node_id, ports[index], ports[self.size + index], node_dir / "data",
+                    node_dir / "controller.properties", node_dir / "controller.log")
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes.values()]
+
+    def prepare(self) -> None:
+        """Formats every data dir and writes every node's properties file (idempotent)."""
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.raft_port}" for n in self.nodes.values())
+        urls = ",".join(f"{n.node_id}@{n.url}" for n in self.nodes.values())
+        for node in self.nodes.values():
+            node.config_path.parent.mkdir(parents=True, exist_ok=True)
+            format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
+                           ignore_formatted=True)
+            properties = {
+                "node.id": str(node.node_id),
+                "cluster.id": self.cluster_id,
+                "controller.quorum.voters": voters,
+                "controller.http.urls": urls,
+                "data.dir": str(node.data_dir),
+                "raft.password": self.password,
+                "listeners": node.url,
+                **self.extra_properties,
+            }
+            text = "".join(f"{key}={value}\n" for key, value in properties.items())
+            node.config_path.write_text(text)
+            node.config_path.chmod(0o600)  # it holds the Raft password
+
+    def start(self, node_id: int | None = None) -> None:
+        """Starts one node, or every stopped node."""
+        targets = [self.nodes[node_id]] if node_id is not None else list(self.nodes.values())
+        for node in targets:
+            if node.running:
+                continue
+            log = node.log_path.open("ab")
+            node.process = subprocess.Popen(
+                [sys.executable, "-m", "chunkraft", "controller", "--config",
+                 str(node.config_path)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            log.close()
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: the node gets no chance to flush or say goodbye."""
+        node = self.nodes[node_id]
+        if node.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                node.process.kill()
+            node.process.wait(timeout=10)
+            node.process = None
+
+    def stop(self, node_id: int | None = None, timeout: float = 15.0) -> None:
+        """SIGTERM and wait (SIGKILL after ``timeout``)."""
+        targets = [self.nodes[node_id]] if node_id is not None else list(self.nodes.values())
+        for node in targets:
+            if node.process is not None and node.process.poll() is None:
+                node.process.send_signal(signal.SIGTERM)
+        for node in targets:
+            if node.process is None:
+                continue
+            try:
+                node.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait(timeout=10)
+            node.process = None
+
+    def status(self, node_id: int, timeout: float = 2.0) -> dict[str, object] | None:
+        """The node's ``/controller/v1/quorum`` answer, or None if it does not answer."""
+        try:
+            answer = httpx.get(f"{self.nodes[node_id].url}/controller/v1/quorum?hash=true",
+                               timeout=timeout)
+            return dict(answer.json()) if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def leader_id(self, timeout: float = 2.0) -> int | None:
+        """The leader every running node that answers agrees on, or None."""
+        seen = set()
+        for node in self.nodes.values():
+            if not node.running:
+                continue
+            status = self.status(node.node_id, timeout)
+            if status is not None:
+                seen.add(status.get("leader_id"))
+        if len(seen) == 1:
+            leader = seen.pop()
+            return leader if isinstance(leader, int) else None
+        return None
+
+    def wait_ready(self, timeout: float = 30.0) -> int:
+        """Waits until every running node is ready and agrees on a leader; returns its id."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = True
+            for node in self.nodes.values():
+                if not node.running:
+                    continue
+                try:
+                    answer = httpx.get(f"{node.url}/readyz", timeout=1.0)
+                    ready = ready and answer.status_code == 200
+                except httpx.HTTPError:
+                    ready = False
+            if ready:
+                leader = self.leader_id()
+                if leader is not None:
+                    return leader
+            for node in self.nodes.values():
+                if node.process is not None and node.process.poll() is not None:
+                    raise RuntimeError(f"controller {node.node_id} exited with status "
+                                       f"{node.process.returncode}; see {node.log_path}")
+            time.sleep(0.1)
+        raise TimeoutError(f"the quorum was not ready within {timeout} s; logs under "
+                           f"{self.base_dir}")
+
+    def __enter__(self) -> LocalCluster:
+        self.prepare()
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
