@@ -12,6 +12,13 @@ from chunkraft.controller.operations.brokers import (
     register_broker,
     unregister_broker,
 )
+from chunkraft.controller.operations.chunks import (
+    alter_chunk_assignments,
+    check_broker_epoch,
+    chunk_replica_state,
+    create_chunks,
+)
+from chunkraft.controller.operations.create_partitions import create_partitions
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker, BrokerSessions
 from chunkraft.controller.operations.leader_election import (
     ElectLeader,
@@ -19,22 +26,44 @@ from chunkraft.controller.operations.leader_election import (
     elect_leader,
     remove_from_isr_and_leadership,
 )
+from chunkraft.controller.operations.placement import (
+    StripedReplicaPlacer,
+    UsableBroker,
+    place_replicas,
+    usable_brokers,
+)
 from chunkraft.controller.operations.producer_ids import allocate_producer_ids
+from chunkraft.controller.operations.record_budget import MAX_RECORDS_PER_USER_OP, RecordBudget
+from chunkraft.controller.operations.topics import create_topics, delete_topics, describe
 
 __all__ = [
+    "MAX_RECORDS_PER_USER_OP",
     "BrokerHeartbeatTracker",
     "BrokerSessions",
     "ElectLeader",
+    "RecordBudget",
+    "StripedReplicaPlacer",
+    "UsableBroker",
     "allocate_producer_ids",
+    "alter_chunk_assignments",
     "alter_partition",
     "broker_heartbeat",
     "build_partition_change",
+    "check_broker_epoch",
+    "chunk_replica_state",
     "create_acls",
+    "create_chunks",
+    "create_partitions",
+    "create_topics",
     "delete_acls",
+    "delete_topics",
+    "describe",
     "describe_acls",
     "elect_leader",
     "fence_broker",
+    "place_replicas",
     "register_broker",
     "remove_from_isr_and_leadership",
     "unregister_broker",
+    "usable_brokers",
 ]
