@@ -13,6 +13,12 @@ from chunkraft.api.rpc import add_read_route, add_write_route
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations import acls, brokers, producer_ids, topics
 from chunkraft.controller.operations.alter_partition import alter_partition
+from chunkraft.controller.operations.chunks import (
+    alter_chunk_assignments,
+    chunk_replica_state,
+    create_chunks,
+)
+from chunkraft.controller.operations.create_partitions import create_partitions
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.protocol.acls import (
     CreateAclsRequest,
@@ -32,11 +38,21 @@ from chunkraft.protocol.brokers import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
+from chunkraft.protocol.chunks import (
+    AlterChunkAssignmentsRequest,
+    AlterChunkAssignmentsResponse,
+    ChunkReplicaStateRequest,
+    ChunkReplicaStateResponse,
+    CreateChunksRequest,
+    CreateChunksResponse,
+)
 from chunkraft.protocol.producer_ids import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
 )
 from chunkraft.protocol.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -112,6 +128,24 @@ add_write_route(router, "/create-topics", CreateTopicsRequest, CreateTopicsRespo
 add_write_route(router, "/delete-topics", DeleteTopicsRequest, DeleteTopicsResponse,
                 lambda context, request: lambda image: topics.delete_topics(image, request),
                 summary="DeleteTopics")
+
+add_write_route(router, "/create-partitions", CreatePartitionsRequest, CreatePartitionsResponse,
+                lambda context, request: lambda image: create_partitions(image, request),
+                summary="CreatePartitions (KIP-195, with KIP-253 epochs)")
+
+# ---------------------------------------------------------------- chunks (KIP-1114)
+
+add_write_route(router, "/create-chunks", CreateChunksRequest, CreateChunksResponse,
+                lambda context, request: lambda image: create_chunks(image, request),
+                summary="CreateChunks: cut the active chunk at the offsets its leader read")
+add_write_route(router, "/alter-chunk-assignments", AlterChunkAssignmentsRequest,
+                AlterChunkAssignmentsResponse,
+                lambda context, request: lambda image: alter_chunk_assignments(image, request),
+                summary="AlterChunkAssignments: move the replicas of inactive chunks")
+add_write_route(router, "/chunk-replica-state", ChunkReplicaStateRequest,
+                ChunkReplicaStateResponse,
+                lambda context, request: lambda image: chunk_replica_state(image, request),
+                summary="A broker reports a chunk copy complete, or drops its replica")
 
 
 def _metadata(context: ControllerContext, image: MetadataImage, request: MetadataRequest

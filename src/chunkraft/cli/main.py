@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from chunkraft.cli import demo, records_dump
+from chunkraft.cli import cluster, controller, demo, quorum, records_dump
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -20,11 +20,12 @@ __all__ = ["COMMANDS", "GROUPS", "build_parser", "main"]
 
 Register = Callable[["Subcommands"], None]
 
-COMMANDS: tuple[Register, ...] = (demo.register,)
+COMMANDS: tuple[Register, ...] = (cluster.register, controller.register, demo.register)
 """Top-level subcommands: ``chunkraft NAME``."""
 
 GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {
     "records": ("inspect metadata records and the files that hold them", (records_dump.register,)),
+    "quorum": ("describe the controller quorum", (quorum.register,)),
 }
 """Subcommand groups: ``chunkraft GROUP NAME``, as ``{group: (help, registers)}``."""
 

@@ -1,0 +1,105 @@
+"""``chunkraft cluster``: a local quorum of controller processes on 127.0.0.1, in one command.
+
+Everything lives under one directory (``--dir``): each node's formatted data dir, properties
+file and log, and ``cluster.json`` with the generated cluster id and Raft password, so running
+the command again restarts the same cluster with its data. Ctrl-C (or SIGTERM) stops every node
+it started. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story against the quorum
+first; ``--exit`` stops after the demo instead of serving until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chunkraft.deploy.local_cluster import LocalCluster
+
+if TYPE_CHECKING:
+    from chunkraft.cli import Subcommands
+
+__all__ = ["open_local_cluster", "register"]
+
+STATE_FILE = "cluster.json"
+
+
+def register(commands: Subcommands) -> None:
+    """Adds ``cluster``."""
+    parser = commands.add_parser(
+        "cluster", help="run a local controller quorum on 127.0.0.1 (Ctrl-C stops it)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--dir", type=Path, default=Path(".chunkraft/local-cluster"),
+                        help="where the nodes keep their data and logs "
+                             "(default: .chunkraft/local-cluster)")
+    parser.add_argument("--controllers", type=int, choices=(1, 3, 5), default=3,
+                        help="number of voters (default 3)")
+    parser.add_argument("--demo", action="store_true", help="run the demo against the quorum")
+    parser.add_argument("--exit", action="store_true",
+                        help="stop the quorum after starting it (and after the demo)")
+    parser.set_defaults(handler=_run)
+
+
+def open_local_cluster(directory: Path, controllers: int) -> LocalCluster:
+    """The cluster kept under ``directory``: the same ids, password and ports as last time."""
+    directory.mkdir(parents=True, exist_ok=True)
+    state_path = directory / STATE_FILE
+    if state_path.exists():
+        state: dict[str, Any] = json.loads(state_path.read_text())
+        cluster = LocalCluster(directory, size=len(state["nodes"]),
+                               cluster_id=state["cluster_id"], password=state["password"])
+        for node_id, (raft_port, http_port) in state["nodes"].items():
+            node = cluster.nodes[int(node_id)]
+            node.raft_port, node.http_port = raft_port, http_port
+    else:
+        cluster = LocalCluster(directory, size=controllers)
+        state = {"cluster_id": cluster.cluster_id, "password": cluster.password,
+                 "nodes": {str(n.node_id): [n.raft_port, n.http_port]
+                           for n in cluster.nodes.values()}}
+        state_path.write_text(json.dumps(state, indent=2))
+        state_path.chmod(0o600)  # it holds the Raft password
+    return cluster
+
+
+def _run(args: argparse.Namespace) -> int:
+    cluster = open_local_cluster(args.dir, args.controllers)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    cluster.prepare()
+    cluster.start()
+    try:
+        started = time.monotonic()
+        leader = cluster.wait_ready(timeout=60)
+        print(f"chunkraft: {len(cluster.nodes)} controllers ready in "
+              f"{time.monotonic() - started:.1f} s; cluster id {cluster.cluster_id}; "
+              f"leader: controller {leader}")
+        for node in cluster.nodes.values():
+            print(f"  controller {node.node_id}: {node.url}  (Raft 127.0.0.1:{node.raft_port}, "
+                  f"log {node.log_path})")
+        bootstrap = ",".join(cluster.urls)
+        print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap}")
+        if args.demo:
+            from chunkraft.deploy.demo_story import run_demo
+
+            run_demo(cluster)
+        if not args.exit:
+            print("serving; press Ctrl-C to stop every controller")
+            while not stop.wait(0.5):
+                pass
+    except KeyboardInterrupt:
+        pass
+    except (RuntimeError, TimeoutError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        print("stopping the controllers...")
+        cluster.stop()
+    return 0

@@ -1,0 +1,110 @@
+"""``chunkraft quorum describe``: the quorum's status, like ``kafka-metadata-quorum describe``.
+
+``--status`` prints the cluster id, leader, epoch, high watermark and the followers' largest
+lag; ``--replication`` one line per voter with its log end index, lag and last contact, as the
+leader sees them. Asks any controller: the one given first that answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+if TYPE_CHECKING:
+    from chunkraft.cli import Subcommands
+
+__all__ = ["fetch_quorum", "format_replication", "format_status", "register"]
+
+
+def register(commands: Subcommands) -> None:
+    """Adds ``describe`` to the ``quorum`` group."""
+    parser = commands.add_parser(
+        "describe", help="describe the controller quorum (--status or --replication)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--bootstrap-server", "--bootstrap-controller", dest="bootstrap",
+                        required=True,
+                        help="controller URLs, comma-separated (http://127.0.0.1:9090,...)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--status", action="store_true", help="leader, epoch, high watermark")
+    what.add_argument("--replication", action="store_true", help="one line per voter")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    parser.set_defaults(handler=_describe)
+
+
+def fetch_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
+    """The quorum as the leader sees it (asked through any controller that answers)."""
+    errors = []
+    for url in [part.strip().rstrip("/") for part in bootstrap.split(",") if part.strip()]:
+        try:
+            answer = httpx.get(f"{url}/controller/v1/quorum", timeout=timeout)
+            answer.raise_for_status()
+            status: dict[str, Any] = answer.json()
+        except (httpx.HTTPError, ValueError) as error:
+            errors.append(f"{url}: {error}")
+            continue
+        leader = status.get("leader_id")
+        urls = status.get("controller_urls") or {}
+        if leader is not None and leader != status.get("node_id") and str(leader) in urls:
+            try:  # only the leader knows each follower's progress
+                answer = httpx.get(f"{urls[str(leader)]}/controller/v1/quorum", timeout=timeout)
+                answer.raise_for_status()
+                status = answer.json()
+            except (httpx.HTTPError, ValueError):
+                pass
+        return status
+    raise ConnectionError("no controller answered: " + "; ".join(errors))
+
+
+def format_status(status: dict[str, Any]) -> str:
+    lags = [v["lag"] for v in status["voters"] if v["node_id"] != status["node_id"]
+            and v["lag"] is not None]
+    contacts = [v["last_contact_ms_ago"] for v in status["voters"]
+                if v["node_id"] != status["node_id"] and v["last_contact_ms_ago"] is not None]
+    rows = [
+        ("ClusterId", status["cluster_id"]),
+        ("LeaderId", status["leader_id"]),
+        ("LeaderEpoch", status["epoch"]),
+        ("HighWatermark", status["high_watermark"]),
+        ("MaxFollowerLag", max(lags) if lags else "unknown"),
+        ("MaxFollowerLagTimeMs", max(contacts) if contacts else "unknown"),
+        ("CurrentVoters", "[" + ",".join(str(v["node_id"]) for v in status["voters"]) + "]"),
+        ("CurrentObservers", "[]"),
+    ]
+    return "\n".join(f"{name + ':':<22}{value}" for name, value in rows)
+
+
+def format_replication(status: dict[str, Any]) -> str:
+    header = ("NodeId", "LogEndIndex", "Lag", "LastContactMsAgo", "Status")
+    lines = [header]
+    for voter in status["voters"]:
+        role = "Leader" if voter["node_id"] == status["leader_id"] else "Follower"
+        lines.append((
+            str(voter["node_id"]),
+            "unknown" if voter["log_end_index"] is None else str(voter["log_end_index"]),
+            "unknown" if voter["lag"] is None else str(voter["lag"]),
+            "unknown" if voter["last_contact_ms_ago"] is None
+            else str(voter["last_contact_ms_ago"]),
+            role if voter["connected"] or role == "Leader" else f"{role} (disconnected)",
+        ))
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                     .rstrip() for row in lines)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    try:
+        status = fetch_quorum(args.bootstrap)
+    except ConnectionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(status, indent=2))
+    elif args.replication:
+        print(format_replication(status))
+    else:
+        print(format_status(status))
+    return 0

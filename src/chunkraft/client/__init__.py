@@ -1,0 +1,1 @@
+"""Clients of chunkraft: the controller RPC client (producers and consumers come later)."""
