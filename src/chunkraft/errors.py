@@ -9,6 +9,8 @@ Hierarchy::
     │   └── RecordValidationError    a record's values are out of range (names the field)
     ├── SchemaError                  a record declaration is inconsistent (a programming error)
     ├── InvariantError               a record breaks an invariant of the metadata image at replay
+    ├── ConfigError                  a controller setting is missing, malformed or contradictory
+    ├── StorageError                 a data dir is unformatted, damaged, or another cluster's/node's
     └── LogFileError                 a log or snapshot file cannot be read as written
         ├── CorruptBatchError        a batch fails its CRC or its header is impossible
         ├── TornTailError            the file ends inside a batch (an interrupted write)
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "ChunkraftError",
+    "ConfigError",
     "CorruptBatchError",
     "InvariantError",
     "JournalCorruptError",
@@ -33,6 +36,7 @@ __all__ = [
     "RecordValidationError",
     "SchemaError",
     "SnapshotError",
+    "StorageError",
     "TornTailError",
 ]
 
@@ -72,6 +76,23 @@ class SchemaError(ChunkraftError):
 
 class InvariantError(ChunkraftError):
     """A record that cannot be replayed onto the image it was given (a programming or log error)."""
+
+
+class ConfigError(ChunkraftError):
+    """A setting that is missing, malformed or contradicts another; the message names the
+    setting and where its value came from (``setting`` and ``source``, when known)."""
+
+    def __init__(
+        self, message: str, *, setting: str | None = None, source: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.source = source
+
+
+class StorageError(ChunkraftError):
+    """A data dir that cannot be formatted or used: unformatted, damaged, not empty, or
+    formatted for another cluster or node."""
 
 
 class LogFileError(ChunkraftError):

@@ -1,0 +1,385 @@
+"""A controller node's configuration: :class:`ControllerConfig` and where it is loaded from.
+
+:func:`load_controller_config` reads, lowest precedence first: the defaults (the fields below),
+a Kafka-style properties file, ``CHUNKRAFT_*`` environment variables (the property name upper-
+cased, dots as underscores: ``CHUNKRAFT_NODE_ID``), and overrides from the command line. Every
+error names the property and where its value came from. The properties are listed, with their
+meaning, in :mod:`.settings` and in ``docs/operations.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from chunkraft.controller.addresses import ControllerUrl, Listener, Voter, is_wildcard
+from chunkraft.controller.properties import parse_properties
+from chunkraft.controller.settings import SETTINGS, setting_named
+from chunkraft.errors import ConfigError
+
+__all__ = ["COMMAND_LINE", "DEFAULT", "ControllerConfig", "load_controller_config"]
+
+_log = logging.getLogger(__name__)
+
+COMMAND_LINE = "command line"
+"""The source named in errors for a value given by a flag or ``--override``."""
+DEFAULT = "default"
+"""The source named in errors for a value nobody set."""
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ControllerConfig:
+    """Every setting of one controller node, checked against each other; immutable, thread-safe.
+
+    Attribute names are the property names with dots as underscores. Building one checks ranges
+    and consistency (this node among the voters, timeouts that pysyncobj accepts, every voter's
+    HTTP URL known) and raises :class:`~chunkraft.errors.ConfigError`; ``sources`` maps property
+    names to where each value came from, only for those messages. ``repr`` never shows the Raft
+    password.
+    """
+
+    node_id: int
+    cluster_id: uuid.UUID
+    controller_quorum_voters: tuple[Voter, ...]
+    data_dir: Path
+    raft_password: str
+    listeners: Listener
+    advertised_listeners: Listener
+    controller_http_urls: tuple[ControllerUrl, ...]
+    # Defaults from PYSYNCOBJ.md: pysyncobj's own (0.4-1.4 s elections, 5 s reconnects, 30 s
+    # leader fallback) made failovers take seconds in our measurements.
+    raft_election_timeout_min_ms: int = 200
+    raft_election_timeout_max_ms: int = 500
+    raft_append_entries_period_ms: int = 50
+    raft_connection_retry_ms: int = 500
+    raft_leader_fallback_timeout_ms: int = 1500
+    # pysyncobj compacts every 5,000 entries by default: far too often for a large image.
+    raft_log_compaction_min_entries: int = 50_000
+    raft_log_compaction_min_time_ms: int = 300_000
+    broker_session_timeout_ms: int = 9_000
+    broker_heartbeat_interval_ms: int = 2_000
+    super_users: tuple[str, ...] = ()
+    metadata_max_retained_bytes: int = 64 * _MIB
+    request_timeout_ms: int = 30_000
+    sources: InitVar[Mapping[str, str] | None] = None
+
+    def __post_init__(self, sources: Mapping[str, str] | None) -> None:
+        _check(self, _Where(sources or {}))
+
+    @property
+    def voter(self) -> Voter:
+        """This node's entry in ``controller.quorum.voters``."""
+        return next(v for v in self.controller_quorum_voters if v.node_id == self.node_id)
+
+    @property
+    def raft_address(self) -> str:
+        """This node's Raft ``host:port``, the address pysyncobj binds and peers connect to."""
+        return self.voter.address
+
+    @property
+    def peer_addresses(self) -> tuple[str, ...]:
+        """The other voters' Raft ``host:port``, in the order the voters are written."""
+        return tuple(v.address for v in self.controller_quorum_voters if v.node_id != self.node_id)
+
+    def http_url_of(self, node_id: int) -> str:
+        """The HTTP URL of controller ``node_id``; KeyError if it is not a voter."""
+        for entry in self.controller_http_urls:
+            if entry.node_id == node_id:
+                return entry.url
+        raise KeyError(node_id)
+
+    def __repr__(self) -> str:
+        shown = []
+        for field in fields(self):
+            value = repr(getattr(self, field.name))
+            if field.name == "raft_password":
+                value = "<redacted>"
+            shown.append(f"{field.name}={value}")
+        return f"ControllerConfig({', '.join(shown)})"
+
+    __str__ = __repr__
+
+
+class _Where:
+    """Renders a property with where its value came from: ``node.id (command line)``."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = sources
+
+    def __call__(self, name: str) -> str:
+        source = self.sources.get(name)
+        return f"{name} ({source})" if source else name
+
+    def error(self, name: str, message: str) -> ConfigError:
+        return ConfigError(f"{self(name)}: {message}", setting=name, source=self.sources.get(name))
+
+
+def _check(config: ControllerConfig, where: _Where) -> None:
+    for setting in SETTINGS:
+        if setting.minimum is None:
+            continue
+        value: int = getattr(config, setting.attribute)
+        if value < setting.minimum:
+            raise where.error(setting.name, f"must be at least {setting.minimum}, got {value}")
+    _check_quorum(config, where)
+    _check_timings(config, where)
+    _check_http(config, where)
+
+
+def _check_quorum(config: ControllerConfig, where: _Where) -> None:
+    voter_ids = [v.node_id for v in config.controller_quorum_voters]
+    if not voter_ids:
+        raise where.error("controller.quorum.voters", "at least one voter is required")
+    if config.node_id not in voter_ids:
+        raise where.error(
+            "node.id",
+            f"{config.node_id} is not among {where('controller.quorum.voters')}, whose ids are "
+            f"{', '.join(map(str, voter_ids))}; a controller must be one of the voters",
+        )
+    if not config.raft_password:
+        raise where.error("raft.password", "must not be empty")
+
+
+def _check_timings(config: ControllerConfig, where: _Where) -> None:
+    # The first three are pysyncobj's own assertions (SyncObjConf.validate), caught here with a
+    # message instead of an AssertionError at start.
+    period = config.raft_append_entries_period_ms
+    rules = (
+        (
+            "raft.election.timeout.min.ms",
+            config.raft_election_timeout_min_ms > 3 * period,
+            f"{config.raft_election_timeout_min_ms} must be more than 3 x "
+            f"{where('raft.append.entries.period.ms')} = {3 * period}",
+        ),
+        (
+            "raft.election.timeout.max.ms",
+            config.raft_election_timeout_max_ms > config.raft_election_timeout_min_ms,
+            f"{config.raft_election_timeout_max_ms} must be more than "
+            f"{where('raft.election.timeout.min.ms')} = {config.raft_election_timeout_min_ms}",
+        ),
+        (
+            "raft.leader.fallback.timeout.ms",
+            config.raft_leader_fallback_timeout_ms > period,
+            f"{config.raft_leader_fallback_timeout_ms} must be more than "
+            f"{where('raft.append.entries.period.ms')} = {period}",
+        ),
+        (
+            "broker.heartbeat.interval.ms",
+            config.broker_heartbeat_interval_ms < config.broker_session_timeout_ms,
+            f"{config.broker_heartbeat_interval_ms} must be less than "
+            f"{where('broker.session.timeout.ms')} = {config.broker_session_timeout_ms}",
+        ),
+    )
+    for name, holds, message in rules:
+        if not holds:
+            raise where.error(name, message)
+
+
+def _check_http(config: ControllerConfig, where: _Where) -> None:
+    advertised = config.advertised_listeners
+    if is_wildcard(advertised.host):
+        raise where.error(
+            "advertised.listeners",
+            f"{advertised.url} is not an address others can connect to; set "
+            "advertised.listeners to this controller's reachable http://host:port",
+        )
+    listener, raft = config.listeners, config.voter
+    same_host = listener.host.lower() == raft.host.lower() or is_wildcard(listener.host)
+    if same_host and listener.port == raft.port:
+        raise where.error(
+            "listeners",
+            f"{listener.url} uses the Raft port of this node's voter entry {raft} in "
+            f"{where('controller.quorum.voters')}",
+        )
+    voter_ids = {v.node_id for v in config.controller_quorum_voters}
+    url_ids = {entry.node_id for entry in config.controller_http_urls}
+    if url_ids != voter_ids:
+        problems = []
+        if missing := sorted(voter_ids - url_ids):
+            problems.append(f"no URL for voter(s) {', '.join(map(str, missing))}")
+        if extra := sorted(url_ids - voter_ids):
+            problems.append(f"{', '.join(map(str, extra))} not among the voters")
+        raise where.error(
+            "controller.http.urls",
+            f"{'; '.join(problems)}: it must list exactly the ids of "
+            f"{where('controller.quorum.voters')}",
+        )
+    own = config.http_url_of(config.node_id)
+    if own != advertised.url:
+        raise where.error(
+            "controller.http.urls",
+            f"this node's entry {config.node_id}@{own} differs from "
+            f"{where('advertised.listeners')} = {advertised.url}",
+        )
+
+
+class _Raw:
+    """A property's text and where it came from, before parsing."""
+
+    __slots__ = ("source", "text")
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text.strip()
+        self.source = source
+
+
+def _unknown(name: str, source: str) -> ConfigError:
+    close = difflib.get_close_matches(name, [s.name for s in SETTINGS], n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return ConfigError(f"unknown setting {name!r} ({source}){hint}", setting=name, source=source)
+
+
+def _file_layer(path: str) -> dict[str, _Raw]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ConfigError(f"cannot read config file {path}: {reason}", source=path) from error
+    try:
+        entries = parse_properties(text)
+    except ValueError as error:
+        raise ConfigError(f"config file {path}: {error}", source=path) from None
+    layer: dict[str, _Raw] = {}
+    for name, entry in entries.items():
+        source = f"file {path}, line {entry.line}"
+        if setting_named(name) is None:
+            raise _unknown(name, source)
+        layer[name] = _Raw(entry.value, source)
+    return layer
+
+
+def _env_layer(environ: Mapping[str, str]) -> dict[str, _Raw]:
+    # Only known names are looked up: other CHUNKRAFT_* variables may belong to other tools.
+    return {
+        s.name: _Raw(environ[s.env_var], f"environment variable {s.env_var}")
+        for s in SETTINGS
+        if s.env_var in environ
+    }
+
+
+def _override_layer(overrides: Mapping[str, str]) -> dict[str, _Raw]:
+    layer: dict[str, _Raw] = {}
+    for name, text in overrides.items():
+        if setting_named(name) is None:
+            raise _unknown(name, COMMAND_LINE)
+        layer[name] = _Raw(text, COMMAND_LINE)
+    return layer
+
+
+def _parse(raw: Mapping[str, _Raw]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, item in raw.items():
+        setting = setting_named(name)
+        assert setting is not None  # the layers admit known names only
+        try:
+            value = setting.parse(item.text)
+        except ValueError as error:
+            raise ConfigError(
+                f"{name} ({item.source}): {error}", setting=name, source=item.source
+            ) from None
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def _password(raw: Mapping[str, _Raw], values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Reads raft.password.file into raft.password; exactly one of the two must be set."""
+    path: Path | None = values.pop("raft.password.file", None)
+    if path is None:
+        return
+    file_source = raw["raft.password.file"].source
+    if "raft.password" in values:
+        raise ConfigError(
+            f"raft.password ({sources['raft.password']}) and raft.password.file "
+            f"({file_source}) are both set; set only one",
+            setting="raft.password",
+            source=sources["raft.password"],
+        )
+    where = f"raft.password.file ({file_source})"
+    try:
+        password = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ConfigError(
+            f"{where}: cannot read {path}: {reason}",
+            setting="raft.password.file",
+            source=file_source,
+        ) from error
+    if not password:
+        raise ConfigError(
+            f"{where}: {path} is empty", setting="raft.password.file", source=file_source
+        )
+    values["raft.password"] = password
+    sources["raft.password"] = f"file {path}, named by raft.password.file ({file_source})"
+
+
+def _derive(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Fills advertised.listeners and controller.http.urls when they were not set."""
+    if "advertised.listeners" not in values:
+        values["advertised.listeners"] = values["listeners"]
+        sources["advertised.listeners"] = f"not set: listeners, {sources['listeners']}"
+    if "controller.http.urls" in values:
+        return
+    if len(values["controller.quorum.voters"]) > 1:
+        raise ConfigError(
+            "controller.http.urls: required with more than one voter (controller.quorum.voters, "
+            f"{sources['controller.quorum.voters']}): give every controller's HTTP URL, as "
+            "id@http://host:port,...",
+            setting="controller.http.urls",
+        )
+    values["controller.http.urls"] = (
+        ControllerUrl(values["node.id"], values["advertised.listeners"].url),
+    )
+    sources["controller.http.urls"] = "not set: node.id@advertised.listeners"
+
+
+def load_controller_config(
+    config_file: str | None, overrides: Mapping[str, str], environ: Mapping[str, str]
+) -> ControllerConfig:
+    """The configuration from ``overrides`` > ``environ`` (``CHUNKRAFT_*``) > file > defaults.
+
+    ``config_file`` is a properties file (None: none); ``overrides`` maps property names to
+    values given on the command line. Raises ConfigError, naming the property and its source,
+    for an unknown property (in the file or the overrides), a value that does not parse, a
+    required property left unset, or settings that contradict each other. Surrounding
+    whitespace is no part of any value; an empty value of an optional property means "not set".
+    """
+    raw: dict[str, _Raw] = {}
+    for layer in (
+        _file_layer(config_file) if config_file is not None else {},
+        _env_layer(environ),
+        _override_layer(overrides),
+    ):
+        raw.update(layer)
+    values = _parse(raw)
+    sources = {s.name: raw[s.name].source if s.name in raw else DEFAULT for s in SETTINGS}
+    _password(raw, values, sources)
+    where = config_file if config_file is not None else "a config file (none was given)"
+    for setting in SETTINGS:
+        required = setting.required or setting.name == "raft.password"
+        if required and setting.name not in values:
+            also = " (or raft.password.file)" if setting.name == "raft.password" else ""
+            raise ConfigError(
+                f"{setting.name}{also}: required, and not set; set it in {where}, as "
+                f"{setting.env_var}, or with --override {setting.name}=...",
+                setting=setting.name,
+            )
+    _derive(values, sources)
+    voters = values["controller.quorum.voters"]
+    if len(voters) % 2 == 0:
+        _log.warning(
+            "controller.quorum.voters (%s) has %d voters: an even count tolerates no more "
+            "failures than one voter fewer; use 3 or 5",
+            sources["controller.quorum.voters"],
+            len(voters),
+        )
+    # The attribute of a property is its name with dots as underscores (see .settings).
+    arguments = {name.replace(".", "_"): value for name, value in values.items()}
+    return ControllerConfig(**arguments, sources=sources)

@@ -1,0 +1,250 @@
+"""The table of controller settings: name, how its text is parsed, and what it means.
+
+One row per property an operator can set. :mod:`.config` turns the rows into a
+:class:`~chunkraft.controller.config.ControllerConfig` (the attribute is the property name with
+dots as underscores: ``raft.election.timeout.min.ms`` -> ``raft_election_timeout_min_ms``), and
+``docs/operations.md`` documents the same rows (a test keeps the two in step). Defaults live on
+``ControllerConfig``'s fields, so there is one place to change each.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from chunkraft.controller.addresses import (
+    Listener,
+    parse_controller_urls,
+    parse_listener,
+    parse_node_id,
+    parse_voters,
+)
+from chunkraft.records.uuids import parse_kafka_uuid
+
+__all__ = ["ENV_PREFIX", "SETTINGS", "Setting", "env_var", "parse_cluster_id", "setting_named"]
+
+ENV_PREFIX = "CHUNKRAFT_"
+"""Environment variables that set a controller property start with this."""
+
+
+def env_var(name: str) -> str:
+    """The environment variable of a property: ``node.id`` -> ``CHUNKRAFT_NODE_ID``."""
+    return ENV_PREFIX + name.upper().replace(".", "_")
+
+
+class Setting(NamedTuple):
+    """One controller property.
+
+    ``parse`` turns the text (already stripped) into the attribute's value, or None for "not
+    set" (only optional settings do that, for an empty value), and raises ValueError with a
+    message that does not repeat the name. ``minimum`` bounds an integer setting.
+    """
+
+    name: str
+    parse: Callable[[str], Any]
+    meaning: str
+    required: bool = False
+    minimum: int | None = None
+
+    @property
+    def env_var(self) -> str:
+        return env_var(self.name)
+
+    @property
+    def attribute(self) -> str:
+        return self.name.replace(".", "_")
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Kafka's principal form, Type:name. The name may hold spaces and commas (a TLS distinguished
+# name, "User:CN=host, OU=ops"), which is why the list separator is ';'.
+_PRINCIPAL = re.compile(r"[^\s:;]+:[^;]*\S[^;]*")
+
+
+def _integer(text: str) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(f"not an integer: {text!r}")
+    return int(text)
+
+
+def parse_cluster_id(text: str) -> uuid.UUID:
+    """A cluster id, Kafka's base64 form (or hex); ValueError if malformed or all zeros."""
+    value = parse_kafka_uuid(text)  # its ValueError already says "not a uuid"
+    if value.int == 0:
+        raise ValueError(
+            "the all-zero uuid is reserved; use `chunkraft controller random-cluster-id`"
+        )
+    return value
+
+
+def _not_empty(text: str) -> str:
+    if not text:
+        raise ValueError("must not be empty")
+    return text
+
+
+def _path(text: str) -> Path:
+    return Path(_not_empty(text))
+
+
+def _optional_path(text: str) -> Path | None:
+    return Path(text) if text else None
+
+
+def _optional_listener(text: str) -> Listener | None:
+    return parse_listener(text) if text else None
+
+
+def _optional_urls(text: str) -> Any:
+    return parse_controller_urls(text) if text else None
+
+
+def _principals(text: str) -> tuple[str, ...]:
+    principals: list[str] = []
+    for item in (part.strip() for part in text.split(";")):
+        if not item:
+            continue
+        if not _PRINCIPAL.fullmatch(item):
+            raise ValueError(f"{item!r} is not a principal of the form Type:name (User:admin)")
+        if item not in principals:
+            principals.append(item)
+    return tuple(principals)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("node.id", parse_node_id, "This controller's id; must be one of the voters.", True),
+    Setting(
+        "cluster.id",
+        parse_cluster_id,
+        "The cluster's id, a Kafka base64 uuid (`chunkraft controller random-cluster-id`); must "
+        "match the cluster.id the data dir was formatted with.",
+        True,
+    ),
+    Setting(
+        "controller.quorum.voters",
+        parse_voters,
+        "Every Raft voter as `id@host:port,...` (the Raft port, bound at this node's entry). "
+        "3 or 5 voters; 1 for tests. The same list on every controller.",
+        True,
+    ),
+    Setting(
+        "data.dir",
+        _path,
+        "Directory of meta.properties, the Raft journal and snapshots; prepared by "
+        "`chunkraft controller format`.",
+        True,
+    ),
+    Setting(
+        "raft.password",
+        _not_empty,
+        "Shared secret that encrypts Raft traffic (pysyncobj's password); the same on every "
+        "controller. Required: set it or raft.password.file, not both.",
+    ),
+    Setting(
+        "raft.password.file",
+        _optional_path,
+        "A file whose content (surrounding whitespace removed) is raft.password.",
+    ),
+    Setting("listeners", parse_listener, "Where the HTTP API listens: `http://host:port`.", True),
+    Setting(
+        "advertised.listeners",
+        _optional_listener,
+        "The URL others use to reach this controller's HTTP API; default: listeners. Required "
+        "when listeners binds 0.0.0.0 or ::.",
+    ),
+    Setting(
+        "controller.http.urls",
+        _optional_urls,
+        "Every controller's HTTP URL as `id@http://host:port,...`, to forward writes to the "
+        "leader. Required with more than one voter: every voter listed, this node's entry "
+        "equal to advertised.listeners. With one voter, default: `node.id@advertised.listeners`.",
+    ),
+    Setting(
+        "raft.election.timeout.min.ms",
+        _integer,
+        "Shortest time a follower waits for the leader before it starts an election; must "
+        "exceed 3 x raft.append.entries.period.ms.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.election.timeout.max.ms",
+        _integer,
+        "Longest such wait (each election picks a random time in between); must exceed the "
+        "minimum.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.append.entries.period.ms",
+        _integer,
+        "How often the leader sends entries or a heartbeat to each follower.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.connection.retry.ms",
+        _integer,
+        "Wait before reconnecting to a peer that is not connected.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.leader.fallback.timeout.ms",
+        _integer,
+        "A leader that hears from no majority for this long steps down; must exceed "
+        "raft.append.entries.period.ms.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.log.compaction.min.entries",
+        _integer,
+        "Raft log entries since the last compaction before the next one may start.",
+        minimum=2,
+    ),
+    Setting(
+        "raft.log.compaction.min.time.ms",
+        _integer,
+        "Time since the last Raft log compaction before the next one may start.",
+        minimum=1,
+    ),
+    Setting(
+        "broker.session.timeout.ms",
+        _integer,
+        "A broker that has not heartbeated for this long is fenced.",
+        minimum=1,
+    ),
+    Setting(
+        "broker.heartbeat.interval.ms",
+        _integer,
+        "How often brokers are told to heartbeat; must be less than broker.session.timeout.ms.",
+        minimum=1,
+    ),
+    Setting(
+        "super.users",
+        _principals,
+        "Principals allowed everything, whatever the ACLs: `User:admin;User:ops` (';' between "
+        "them, since a principal's name may hold commas). Default: none.",
+    ),
+    Setting(
+        "metadata.max.retained.bytes",
+        _integer,
+        "Bytes of committed records kept in memory for the metadata stream; a subscriber "
+        "further behind loads a snapshot.",
+        minimum=1,
+    ),
+    Setting(
+        "request.timeout.ms",
+        _integer,
+        "How long a request may wait for its records to commit, or for a forwarded call to "
+        "the leader, before it fails.",
+        minimum=1,
+    ),
+)
+"""Every controller property, in the order the docs list them."""
+
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def setting_named(name: str) -> Setting | None:
+    """The setting called ``name``, or None if there is no such property."""
+    return _BY_NAME.get(name)
