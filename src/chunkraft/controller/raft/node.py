@@ -13,6 +13,7 @@ second one. It never raises: the state machine returns errors as values.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
@@ -22,13 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+from pysyncobj import (
+    FAIL_REASON,
+    SERIALIZER_STATE,
+    SyncObj,
+    SyncObjConf,
+    SyncObjConsumer,
+    replicated,
+)
 
 from chunkraft.controller.raft.dump import read_dump, write_dump
 from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
+from chunkraft.records.files._fsync import fsync_directory
 
 __all__ = ["RaftNode", "RaftSettings"]
 
@@ -105,8 +114,12 @@ class RaftNode:
         self._done_lock = threading.Lock()
         self._applied_since_flush = False
         self._closed = False
+        self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
+        self._dump_renamed = threading.Event()
+        self.dumps_written = 0
         raft_dir = settings.journal_path.parent
         raft_dir.mkdir(parents=True, exist_ok=True)
+        self._clean_dump_leftovers()
         self._check_files()
         self._entry_point = _EntryPoint(self._apply)
         conf = SyncObjConf(
@@ -114,7 +127,8 @@ class RaftNode:
             bindAddress=settings.address,
             journalFile=str(settings.journal_path),
             fullDumpFile=str(settings.dump_path),
-            serializer=self._write_dump,
+            serializer=self._start_dump,
+            serializeChecker=self._dump_state,
             deserializer=self._read_dump,
             useFork=False,
             appendEntriesUseBatch=False,
@@ -150,24 +164,74 @@ class RaftNode:
         self._applied_since_flush = True
         return self.state_machine.apply_entry(payload)
 
-    def _write_dump(self, path: str, data: Any) -> None:
+    # A dump of a large image takes seconds to write; pysyncobj would write it in its tick thread
+    # and stop heartbeats meanwhile. So the "serializer" only puts a placeholder where pysyncobj
+    # renames from (a hard link to the previous dump, or an empty file when there is none) and
+    # starts a thread that writes the immutable image it captured to ``dump.next``, then renames
+    # that over ``dump``. pysyncobj compacts its journal only when ``_dump_state`` reports
+    # success, so until then the journal still holds every entry after the previous dump, and
+    # an empty placeholder found at start-up is simply removed (see _clean_dump_leftovers).
+
+    def _start_dump(self, path: str, data: Any) -> None:
         last, previous, members = data
+        placeholder = Path(path)
+        placeholder.unlink(missing_ok=True)
+        dump = self.settings.dump_path
+        if dump.exists() and dump.stat().st_size > 0:
+            os.link(dump, placeholder)
+        else:
+            placeholder.write_bytes(b"")
+        self._dump_renamed.clear()
+        self._dump_status = SERIALIZER_STATE.SERIALIZING
+        image = self.state_machine.image
+        keys = self.state_machine.idempotency_keys()
+        names = [str(getattr(member, "address", member)) for member in members]
+        threading.Thread(
+            target=self._write_dump, args=(image, keys, last, previous, names, placeholder),
+            name="chunkraft-dump", daemon=True).start()
+
+    def _write_dump(self, image: Any, keys: Any, last: Any, previous: Any,
+                    members: list[str], placeholder: Path) -> None:
         started = time.monotonic()
+        dump = self.settings.dump_path
+        upcoming = dump.with_name(dump.name + ".next")
         try:
-            write_dump(
-                path,
-                image=self.state_machine.image,
-                cluster_id=self.settings.cluster_id,
-                keys=self.state_machine.idempotency_keys(),
-                last_entry=last,
-                previous_entry=previous,
-                members=[str(getattr(member, "address", member)) for member in members],
-            )
-        except Exception:  # pysyncobj swallows it: say why, it keeps the journal and retries
-            logger.exception("writing the Raft dump failed")
-            raise
-        logger.info("Raft dump written at offset %d in %.2f s", self.state_machine.image.offset,
+            write_dump(upcoming, image=image, cluster_id=self.settings.cluster_id, keys=keys,
+                       last_entry=last, previous_entry=previous, members=members)
+            # pysyncobj renames its placeholder right after _start_dump returns; wait for that
+            # (it asks _dump_state on its next tick) so the placeholder never lands on top.
+            if not self._dump_renamed.wait(60):
+                raise TimeoutError("pysyncobj did not poll the dump state for 60 s")
+            # Renaming a hard link onto its own inode does nothing, so it may still be there.
+            placeholder.unlink(missing_ok=True)
+            os.replace(upcoming, dump)
+            fsync_directory(dump.parent)
+        except Exception:
+            logger.exception("writing the Raft dump failed; the journal is kept whole")
+            upcoming.unlink(missing_ok=True)
+            self._dump_status = SERIALIZER_STATE.FAILED
+            return
+        self.dumps_written += 1
+        logger.info("Raft dump written at offset %d in %.2f s", image.offset,
                     time.monotonic() - started)
+        self._dump_status = SERIALIZER_STATE.SUCCESS
+
+    def _dump_state(self) -> int:
+        self._dump_renamed.set()
+        status = self._dump_status
+        if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
+            self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
+        return int(status)
+
+    def _clean_dump_leftovers(self) -> None:
+        dump = self.settings.dump_path
+        for suffix in (".next", ".tmp", ".1.tmp"):  # ours, pysyncobj's rename, a transfer
+            leftover = dump.with_name(dump.name + suffix)
+            leftover.unlink(missing_ok=True)
+        if dump.exists() and dump.stat().st_size == 0:
+            # A placeholder from a first dump that never completed: the journal is still whole.
+            logger.info("removing the empty placeholder of an unfinished first Raft dump")
+            dump.unlink()
 
     def _read_dump(self, path: str) -> tuple[Any, Any, Any]:
         try:
