@@ -19,15 +19,14 @@ from chunkraft.records.uuids import kafka_uuid_str
 __all__ = ["run_demo"]
 
 V1 = "/controller/v1"
-TOPIC = "orders"
 
 
 def _say(step: str) -> None:
     print(f"\n== {step}")
 
 
-def _describe(client: ControllerRpcClient, min_offset: int) -> dict[str, Any]:
-    answer = client.call(f"{V1}/metadata", {"topics": [{"name": TOPIC}], "include_chunks": True},
+def _describe(client: ControllerRpcClient, min_offset: int, name: str) -> dict[str, Any]:
+    answer = client.call(f"{V1}/metadata", {"topics": [{"name": name}], "include_chunks": True},
                          params={"min_offset": min_offset})
     topic: dict[str, Any] = answer["topics"][0]
     return topic
@@ -77,9 +76,15 @@ def _check(answer: dict[str, Any], what: str) -> None:
 def run_demo(cluster: LocalCluster) -> None:
     """Runs the story against ``cluster`` (already started and ready), printing each step."""
     with ControllerRpcClient(cluster.urls) as client:
-        _say("Four brokers register (racks a, b, c, a) and heartbeat until they are unfenced")
+        # A second run on the same cluster uses new broker ids and a new topic name.
+        before = client.call(f"{V1}/metadata", {"topics": None, "include_chunks": False})
+        first = max([b["node_id"] for b in before["brokers"]], default=0) + 1
+        topic_name = f"orders-{len(before['topics']) + 1}" if before["topics"] else "orders"
+        b1, b2, b3, b4 = range(first, first + 4)
+        _say(f"Four brokers ({b1}..{b4}, racks a, b, c, a) register and heartbeat until they "
+             "are unfenced")
         epochs = {}
-        for broker_id, rack in ((1, "a"), (2, "b"), (3, "c"), (4, "a")):
+        for broker_id, rack in ((b1, "a"), (b2, "b"), (b3, "c"), (b4, "a")):
             answer = client.call(f"{V1}/broker-registration", {
                 "broker_id": broker_id, "cluster_id": cluster.cluster_id,
                 "incarnation_id": kafka_uuid_str(uuid.uuid4()), "rack": rack,
@@ -93,55 +98,56 @@ def run_demo(cluster: LocalCluster) -> None:
                 "current_metadata_offset": client.last_offset + 100})
             print(f"broker {broker_id}: epoch {epoch}, fenced={answer['is_fenced']}")
 
-        _say(f"Create topic {TOPIC}: 3 partitions, replication factor 3, rack-aware placement")
+        _say(f"Create topic {topic_name}: 3 partitions, replication factor 3, rack-aware placement")
         answer = client.call(f"{V1}/create-topics", {"topics": [
-            {"name": TOPIC, "num_partitions": 3, "replication_factor": 3}]})
+            {"name": topic_name, "num_partitions": 3, "replication_factor": 3}]})
         _check(answer, "create-topics")
-        _print_topic(_describe(client, client.last_offset))
+        _print_topic(_describe(client, client.last_offset, topic_name))
 
         _say("createPartitions to 5 (KIP-195): existing partitions' leader epochs are bumped and "
              "the new ones carry PriorPartitionEpochs (KIP-253), in one atomic batch")
         answer = client.call(f"{V1}/create-partitions",
-                             {"topics": [{"name": TOPIC, "count": 5}]})
+                             {"topics": [{"name": topic_name, "count": 5}]})
         _check(answer, "create-partitions")
         print(f"committed at offset {client.last_offset}")
-        _print_topic(_describe(client, client.last_offset))
+        _print_topic(_describe(client, client.last_offset, topic_name))
         answer = client.call(f"{V1}/create-partitions",
-                             {"topics": [{"name": TOPIC, "count": 4}]})
+                             {"topics": [{"name": topic_name, "count": 4}]})
         print("createPartitions to 4 is refused: "
               f"{answer['results'][0]['error_code']} {answer['results'][0]['error_message']}")
 
         _say("Partition 0's leader cuts its active chunk (KIP-1114 CreateChunks): LSO 100, "
-             "HW 105 (a transaction is open), the new active chunk on brokers 2,3,1")
-        topic = _describe(client, client.last_offset)
+             f"HW 105 (a transaction is open), the new active chunk on brokers {b2},{b3},{b1}")
+        topic = _describe(client, client.last_offset, topic_name)
         leader = topic["partitions"][0]["leader_id"]
         answer = client.call(f"{V1}/create-chunks", {
             "broker_id": leader, "broker_epoch": epochs[leader],
-            "topics": [{"name": TOPIC, "partitions": [{
-                "partition_index": 0, "broker_ids": [2, 3, 1],
+            "topics": [{"name": topic_name, "partitions": [{
+                "partition_index": 0, "broker_ids": [b2, b3, b1],
                 "prev_stop_offset": 99, "prev_end_offset": 104, "start_offset": 100,
                 "start_timestamp": int(time.time() * 1000)}]}]})
         _check(answer, "create-chunks")
-        topic = _describe(client, client.last_offset)
+        topic = _describe(client, client.last_offset, topic_name)
         _print_topic(topic)
 
         chunk = topic["partitions"][0]["chunks"][0]
-        target = [b for b in (4, 2, 3, 1) if b not in chunk["replicas"]][:1] + chunk["replicas"][1:]
+        newcomer = next(b for b in (b4, b2, b3, b1) if b not in chunk["replicas"])
+        target = [newcomer, *chunk["replicas"][1:]]
         _say(f"Move the inactive chunk [0..99] to brokers {target} (AlterChunkAssignments)")
         answer = client.call(f"{V1}/alter-chunk-assignments", {"chunks": [{
-            "topic_name": TOPIC, "partition_id": 0, "start_offset": 0,
+            "topic_name": topic_name, "partition_id": 0, "start_offset": 0,
             "chunk_epoch": chunk["chunk_epoch"], "broker_ids": target}]})
         _check(answer, "alter-chunk-assignments")
-        _print_topic(_describe(client, client.last_offset))
+        _print_topic(_describe(client, client.last_offset, topic_name))
         added = [b for b in target if b not in chunk["replicas"]]
         for broker_id in added:
             answer = client.call(f"{V1}/chunk-replica-state", {
                 "broker_id": broker_id, "broker_epoch": epochs[broker_id],
-                "chunks": [{"topic_name": TOPIC, "partition_id": 0, "start_offset": 0,
+                "chunks": [{"topic_name": topic_name, "partition_id": 0, "start_offset": 0,
                             "state": "in_sync"}]})
             _check(answer, "chunk-replica-state")
         print(f"broker(s) {added} report their copies complete: the move finishes")
-        _print_topic(_describe(client, client.last_offset))
+        _print_topic(_describe(client, client.last_offset, topic_name))
 
         _say("kill -9 the leader controller while writing; the quorum elects another")
         old_leader = cluster.leader_id()
@@ -152,7 +158,8 @@ def run_demo(cluster: LocalCluster) -> None:
         killed = time.monotonic()
         with survivors:
             answer = survivors.call(f"{V1}/create-topics", {"topics": [
-                {"name": "after-failover", "num_partitions": 2, "replication_factor": 3}]})
+                {"name": f"{topic_name}-after-failover", "num_partitions": 2,
+                 "replication_factor": 3}]})
             _check(answer, "create-topics after failover")
             print(f"controller {old_leader} killed; the next write committed "
                   f"{(time.monotonic() - killed) * 1000:.0f} ms later, at offset "
