@@ -63,6 +63,8 @@ class ControllerConfig:
     # pysyncobj compacts every 5,000 entries by default: far too often for a large image.
     raft_log_compaction_min_entries: int = 50_000
     raft_log_compaction_min_time_ms: int = 300_000
+    # pysyncobj's journal cannot pass 4 GiB between compactions; large entries get there first.
+    raft_log_compaction_max_bytes: int = 256 * _MIB
     broker_session_timeout_ms: int = 9_000
     broker_heartbeat_interval_ms: int = 2_000
     super_users: tuple[str, ...] = ()

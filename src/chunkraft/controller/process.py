@@ -43,6 +43,7 @@ def raft_settings(config: ControllerConfig) -> RaftSettings:
         leader_fallback_timeout=config.raft_leader_fallback_timeout_ms / 1000,
         log_compaction_min_entries=config.raft_log_compaction_min_entries,
         log_compaction_min_time=config.raft_log_compaction_min_time_ms / 1000,
+        log_compaction_max_bytes=config.raft_log_compaction_max_bytes,
         max_retained_bytes=config.metadata_max_retained_bytes,
     )
 

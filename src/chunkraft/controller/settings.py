@@ -208,6 +208,12 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "raft.log.compaction.max.bytes",
+        _integer,
+        "Journal bytes since the last compaction after which one is forced, whatever the count.",
+        minimum=1024,
+    ),
+    Setting(
         "broker.session.timeout.ms",
         _integer,
         "A broker that has not heartbeated for this long is fenced.",

@@ -278,6 +278,7 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("raft.connection.retry.ms", "-5", "must be at least 1, got -5"),
     ("raft.log.compaction.min.entries", "1", "must be at least 2, got 1"),
     ("raft.log.compaction.min.time.ms", "1.5", "not an integer"),
+    ("raft.log.compaction.max.bytes", "512", "at least 1024"),
     ("broker.session.timeout.ms", "9s", "not an integer"),
     ("metadata.max.retained.bytes", "0", "must be at least 1"),
     ("request.timeout.ms", "0", "must be at least 1"),

@@ -66,6 +66,9 @@ class RaftSettings:
     leader_fallback_timeout: float = 1.5
     log_compaction_min_entries: int = 50_000
     log_compaction_min_time: float = 300.0
+    log_compaction_max_bytes: int = 256 * 1024 * 1024
+    """Entries' bytes after which a dump is forced whatever their count: pysyncobj compacts by
+    count and time only, and its journal cannot grow past 4 GiB between compactions."""
     max_retained_bytes: int = 64 * 1024 * 1024
 
     @property
@@ -116,6 +119,7 @@ class RaftNode:
         self._closed = False
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
+        self._bytes_since_dump = 0
         self.dumps_written = 0
         raft_dir = settings.journal_path.parent
         raft_dir.mkdir(parents=True, exist_ok=True)
@@ -162,6 +166,7 @@ class RaftNode:
 
     def _apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
         self._applied_since_flush = True
+        self._bytes_since_dump += len(payload)
         return self.state_machine.apply_entry(payload)
 
     # A dump of a large image takes seconds to write; pysyncobj would write it in its tick thread
@@ -183,6 +188,7 @@ class RaftNode:
             placeholder.write_bytes(b"")
         self._dump_renamed.clear()
         self._dump_status = SERIALIZER_STATE.SERIALIZING
+        self._bytes_since_dump = 0
         image = self.state_machine.image
         keys = self.state_machine.idempotency_keys()
         names = [str(getattr(member, "address", member)) for member in members]
@@ -273,6 +279,9 @@ class RaftNode:
         if applied:
             for listener in self._apply_listeners:
                 _call_safely(listener)
+            if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
+                    and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
+                self._syncobj.forceLogCompaction()
 
     def _flush_journal(self) -> None:
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
