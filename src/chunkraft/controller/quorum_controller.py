@@ -93,6 +93,7 @@ class QuorumController:
         self._speculative: MetadataImage | None = None
         self._speculative_epoch = -1
         self._queue: list[_Pending] = []
+        self._staged: dict[bytes, _Pending] = {}  # idempotency key -> its batch not yet applied
         self._in_flight = 0
         self._drained = asyncio.Event()
         self._drained.set()
@@ -202,10 +203,18 @@ class QuorumController:
                 return self._committed(earlier, response_type)
             async with self._write_lock:
                 base = await self._speculative_image(deadline)
-                result = operation(base)
-                if not result.records:
-                    return WriteResult(result.response, base.offset, False)
-                pending = self._stage(key, base, result.records, result.response)
+                # Again, now that earlier entries (a barrier, an attempt proposed before a
+                # failover) have applied: a retry must get the first outcome, not be validated
+                # against an image that already holds its own records.
+                earlier = self.raft.state_machine.outcome_of(key)
+                if earlier is not None:
+                    return self._committed(earlier, response_type)
+                pending = self._staged.get(key)  # the same key still in flight: share its outcome
+                if pending is None:
+                    result = operation(base)
+                    if not result.records:
+                        return WriteResult(result.response, base.offset, False)
+                    pending = self._stage(key, base, result.records, result.response)
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 outcome = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
@@ -220,9 +229,11 @@ class QuorumController:
                 last_error = error.reason
                 await asyncio.sleep(0.05)
                 continue
-            if outcome.status in (BatchStatus.COMMITTED, BatchStatus.DUPLICATE):
+            if outcome.status is BatchStatus.COMMITTED:
                 return self._committed(outcome, response_type)
-            self._speculative = None
+            self._speculative = None  # it holds this batch's records, which were not written
+            if outcome.status is BatchStatus.DUPLICATE:
+                return self._committed(outcome, response_type)
             if outcome.status is BatchStatus.CORRUPT:
                 raise ApiException(Errors.METADATA_LOG_CORRUPT, outcome.message)
             if outcome.status is BatchStatus.INVALID:
@@ -298,6 +309,7 @@ class QuorumController:
         loop = asyncio.get_running_loop()
         pending = _Pending(batch, loop.create_future())
         self._queue.append(pending)
+        self._staged[key] = pending
         self._drained.clear()
         if self._in_flight < MAX_ENTRIES_IN_FLIGHT:
             self._send_queued()
@@ -315,13 +327,22 @@ class QuorumController:
                     queued: list[_Pending]) -> None:
         self._in_flight -= 1
         error = done.exception()
+        outcomes = done.result() if error is None else ()
         for index, item in enumerate(queued):
+            if self._staged.get(item.batch.idempotency_key) is item:
+                del self._staged[item.batch.idempotency_key]
             if item.future.done():
                 continue
             if error is not None:
                 item.future.set_exception(error)
+            elif index < len(outcomes):
+                item.future.set_result(outcomes[index])
+            elif outcomes and outcomes[-1].status is BatchStatus.CORRUPT:
+                # A corrupt entry (or any entry after one) has one outcome for all its batches.
+                item.future.set_result(outcomes[-1])
             else:
-                item.future.set_result(done.result()[index])
+                item.future.set_exception(ProposalError(
+                    f"{len(outcomes)} outcomes for an entry of {len(queued)} batches"))
         if self._queue:
             self._send_queued()
         elif self._in_flight == 0:

@@ -2,9 +2,12 @@
 
 pysyncobj's journal has no checksum of its own: a torn or flipped journal would be replayed (or
 loop for ever on an unpicklable command), and a dump it cannot load is logged and skipped. So a
-node reads both first: every journal record must be whole, every regular command must unpickle
-to our one entry point's arguments with plain data only (no class is ever loaded), and every
-chunkraft entry must pass its CRCs; the dump must be whole with its header and batch CRCs good.
+node reads both first: every journal record must be whole, with consecutive indexes and terms
+that never decrease; every command must be pysyncobj's one-byte no-op or a regular command that
+unpickles to a call of our one entry point with plain data only (no class is ever loaded), and
+every chunkraft entry must pass its CRCs; the dump must be whole with its header and batch CRCs
+good. chunkraft never writes membership or code-version commands (dynamic membership is off), so
+those are refused too: a flipped type byte must not hide an entry that pysyncobj would then skip.
 Anything else stops the start with a report naming the file, the byte and the Raft index.
 """
 
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.controller.raft.dump import read_dump
-from chunkraft.controller.raft.entry import EntryCorruptError, decode_entry
+from chunkraft.controller.raft.entry import decode_entry
 from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError
 
 __all__ = ["JournalCheck", "check_dump", "check_journal"]
@@ -31,6 +34,9 @@ _NAME_SIZE, _VERSION_SIZE = 24, 8
 _LAST_RECORD_AT = _NAME_SIZE + _VERSION_SIZE + 4
 _FIRST_RECORD_AT = _LAST_RECORD_AT + 4
 _REGULAR_COMMAND = 0
+_NO_OP_COMMAND = b"\x01"
+# pysyncobj numbers replicated methods by their sorted names; chunkraft has exactly one.
+_ENTRY_POINT_ID = 0
 
 
 class _DataOnlyUnpickler(pickle.Unpickler):
@@ -57,12 +63,17 @@ class JournalCheck:
 
 
 def _payload_of(command: bytes) -> bytes | None:
-    """Our entry payload inside a regular pysyncobj command, or None for other commands."""
-    if not command or command[0] != _REGULAR_COMMAND:
+    """Our entry payload inside a regular pysyncobj command, or None for pysyncobj's no-op."""
+    if command == _NO_OP_COMMAND:
         return None
+    if not command or command[0] != _REGULAR_COMMAND:
+        # pysyncobj skips a no-op or an unknown type whatever follows: never let one pass.
+        raise ValueError(f"a command of type {command[:1].hex() or 'none'} ({len(command)} "
+                         "bytes) is not one chunkraft writes")
     decoded = _DataOnlyUnpickler(io.BytesIO(command[1:])).load()
     # (method id, (payload,)): our one entry point takes the payload as its only argument.
-    if (isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[1], tuple)
+    if (isinstance(decoded, tuple) and len(decoded) == 2 and type(decoded[0]) is int
+            and decoded[0] == _ENTRY_POINT_ID and isinstance(decoded[1], tuple)
             and len(decoded[1]) == 1 and isinstance(decoded[1][0], bytes)):
         return decoded[1][0]
     raise pickle.UnpicklingError(f"unexpected command shape {type(decoded).__name__}")
@@ -83,6 +94,7 @@ def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
     position = _FIRST_RECORD_AT
     entries = ours = 0
     first = last = -1
+    last_term = 0
     while position < end:
         if position + 4 > end:
             raise JournalCorruptError("a record's size is cut short", label, position)
@@ -95,20 +107,26 @@ def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
         if trailer != size:
             raise JournalCorruptError("a record's trailing size differs from its leading one",
                                       label, position)
-        index, _term = struct.unpack_from("<QQ", data, position + 4)
+        index, term = struct.unpack_from("<QQ", data, position + 4)
         if last != -1 and index != last + 1:
             raise JournalCorruptError(f"Raft index {index} follows index {last}", label, position)
+        if term < last_term:
+            raise JournalCorruptError(f"Raft index {index} has term {term}, below the term "
+                                      f"{last_term} of the entry before it", label, position)
         command = data[position + 20 : position + 4 + size]
         try:
             payload = _payload_of(command)
             if payload is not None:
                 decode_entry(payload)
                 ours += 1
-        except (pickle.UnpicklingError, EOFError, ValueError, EntryCorruptError) as error:
-            raise JournalCorruptError(f"Raft index {index}: {error}", label, position) from error
+        except Exception as error:
+            # A garbled pickle raises almost anything (KeyError for a bad memo index, TypeError,
+            # LookupError, OverflowError, MemoryError for an absurd length): all mean corrupt.
+            raise JournalCorruptError(f"Raft index {index}: {error!r}", label, position) from error
         if first == -1:
             first = index
         last = index
+        last_term = term
         entries += 1
         position = record_end
     return JournalCheck(entries, ours, first, last)

@@ -187,6 +187,12 @@ class RaftNode:
         else:
             placeholder.write_bytes(b"")
         self._dump_renamed.clear()
+        if self.state_machine.failure is not None:
+            # The image stopped at a corrupt entry: a dump would claim every entry after it, and
+            # compaction would drop them and the corrupt one, so the node would restart silently
+            # behind. Fail the dump instead; the journal stays whole and start-up names the entry.
+            self._dump_status = SERIALIZER_STATE.FAILED
+            return
         self._dump_status = SERIALIZER_STATE.SERIALIZING
         self._bytes_since_dump = 0
         image = self.state_machine.image
