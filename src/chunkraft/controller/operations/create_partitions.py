@@ -28,7 +28,10 @@ from chunkraft.controller.operations.placement import (
     place_replicas,
     validate_manual_assignment,
 )
-from chunkraft.controller.operations.record_budget import RecordBudget
+from chunkraft.controller.operations.record_budget import (
+    MAX_PRIOR_EPOCHS_PER_USER_OP,
+    RecordBudget,
+)
 from chunkraft.controller.operations.topics import new_partition_record
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException, Errors
@@ -38,7 +41,7 @@ from chunkraft.protocol.topics import (
     CreatePartitionsTopic,
     CreatePartitionsTopicResult,
 )
-from chunkraft.records import PartitionChangeRecord, PriorPartitionEpoch
+from chunkraft.records import PartitionChangeRecord, PartitionRecord, PriorPartitionEpoch
 
 __all__ = ["create_partitions"]
 
@@ -56,8 +59,9 @@ def create_partitions(
     partition(s), but only Y assignment(s) were specified."; each assignment: empty, an
     unregistered broker, a broker twice, a length other than the topic's replication factor, a
     fenced or shutting-down broker -> INVALID_REPLICA_ASSIGNMENT; more records than the
-    operation has left of its 10,000 -> POLICY_VIOLATION; without assignments, placement over
-    the usable brokers -> INVALID_REPLICATION_FACTOR if there are too few.
+    operation has left of its 10,000, or more KIP-253 prior partition epochs (existing x new
+    partitions) than it has left of its 100,000 -> POLICY_VIOLATION; without assignments,
+    placement over the usable brokers -> INVALID_REPLICATION_FACTOR if there are too few.
 
     The replication factor is that of partition 0, counting the target replicas of a
     reassignment in progress (replicas minus removing replicas). ``validate_only`` answers the
@@ -65,6 +69,7 @@ def create_partitions(
     """
     names = Counter(topic.name for topic in request.topics)
     budget = RecordBudget()
+    prior_budget = RecordBudget(MAX_PRIOR_EPOCHS_PER_USER_OP, "prior partition epochs")
     results: dict[str, CreatePartitionsTopicResult] = {}
     records: list[Any] = []
     for topic in request.topics:
@@ -78,21 +83,29 @@ def create_partitions(
             )
             continue
         try:
-            topic_records = _expand(image, topic, budget)
+            topic_records = _expand(image, topic, budget, prior_budget)
         except ApiException as exc:
             results[name] = CreatePartitionsTopicResult(
                 name=name, error_code=exc.code, error_message=exc.message
             )
             continue
         budget.spend(len(topic_records))
+        prior_budget.spend(_prior_epochs(topic_records))
         records.extend(topic_records)
         results[name] = CreatePartitionsTopicResult(name=name)
     response = CreatePartitionsResponse(results=tuple(results.values()))
     return ControllerResult.of(response, () if request.validate_only else records)
 
 
+def _prior_epochs(records: list[Any]) -> int:
+    return sum(len(r.prior_partition_epochs) for r in records if isinstance(r, PartitionRecord))
+
+
 def _expand(
-    image: MetadataImage, request: CreatePartitionsTopic, budget: RecordBudget
+    image: MetadataImage,
+    request: CreatePartitionsTopic,
+    budget: RecordBudget,
+    prior_budget: RecordBudget,
 ) -> list[Any]:
     """The records of one topic's expansion; raises ApiException if it is refused."""
     name = request.name
@@ -135,10 +148,14 @@ def _expand(
                 )
             check_brokers_usable(image, replicas, subject)
             placements.append(replicas)
+    what = f"Adding {additional} partition(s) to topic '{name}'"
     budget.check(
         existing + additional,
-        f"Adding {additional} partition(s) to topic '{name}' ({existing} leader epoch bumps "
-        f"and {additional} new partitions)",
+        f"{what} ({existing} leader epoch bumps and {additional} new partitions)",
+    )
+    prior_budget.check(
+        existing * additional,
+        f"{what} (each new partition lists the epochs of the {existing} existing ones)",
     )
     if assignments is None:
         placements = place_replicas(image, additional, replication_factor,
