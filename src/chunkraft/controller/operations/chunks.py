@@ -274,14 +274,14 @@ def _check_offsets(label: str, item: CreateChunksPartition, partition: Partition
             f"StartOffset {item.start_offset} is before the start offset {active_start} of the "
             f"active chunk of {label}."
         )
-    if item.start_timestamp < max(partition.start_timestamp, -1):
-        raise Errors.INVALID_CHUNK_OFFSETS.exception(
-            f"StartTimestamp {item.start_timestamp} is before the start timestamp "
-            f"{partition.start_timestamp} of the active chunk of {label}."
-        )
     if item.start_timestamp < -1:
         raise Errors.INVALID_CHUNK_OFFSETS.exception(
             f"StartTimestamp {item.start_timestamp} is not a timestamp (-1: unknown)."
+        )
+    if item.start_timestamp < partition.start_timestamp:
+        raise Errors.INVALID_CHUNK_OFFSETS.exception(
+            f"StartTimestamp {item.start_timestamp} is before the start timestamp "
+            f"{partition.start_timestamp} of the active chunk of {label}."
         )
 
 

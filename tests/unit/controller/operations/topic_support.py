@@ -63,10 +63,16 @@ def apply(image: MetadataImage, *records: Any) -> MetadataImage:
 
 
 def commit_valid(image: MetadataImage, result: ControllerResult[Any]) -> MetadataImage:
-    """Checks every record of ``result`` as the controller does before writing, then commits."""
+    """Checks every record of ``result`` as the controller does before writing, commits them,
+    and checks that the new image, written out as records, is valid too (e.g. directories
+    still match replicas after the changes merged)."""
     for record in result.records:
         validate_record(record)
-    return commit(image, result)
+    after = commit(image, result)
+    if after is not image:
+        for record in after.to_records():
+            validate_record(record)
+    return after
 
 
 def partition(
