@@ -307,11 +307,13 @@ def delete_topics(
     entries: list[tuple[str | None, str | None]] = [(name, None) for name in request.topic_names]
     entries.extend((state.name, state.topic_id) for state in request.topics)
     name_counts = Counter(name for name, topic_id in entries if name is not None and not topic_id)
-    id_counts = Counter(topic_id for name, topic_id in entries if topic_id and name is None)
+    # Ids count by value: the hex and the base64 form of one id are the same topic.
+    id_counts = Counter(_id_key(topic_id) for name, topic_id in entries
+                        if topic_id and name is None)
 
     results: list[DeletableTopicResult] = []
     reported_names: set[str] = set()
-    reported_ids: set[str] = set()
+    reported_ids: set[uuid.UUID | str] = set()
     resolved: list[tuple[int, TopicImage, bool]] = []  # (result index, topic, by name)
 
     def fail(name: str | None, topic_id: str | None, error: Errors, message: str) -> None:
@@ -340,18 +342,17 @@ def delete_topics(
             results.append(DeletableTopicResult(name=name, topic_id=kafka_uuid_str(topic.topic_id)))
         else:
             assert id_text is not None
-            if id_text in reported_ids:
+            key = _id_key(id_text)
+            if key in reported_ids:
                 continue
-            reported_ids.add(id_text)
-            if id_counts[id_text] > 1:
+            reported_ids.add(key)
+            if id_counts[key] > 1:
                 fail(None, id_text, Errors.INVALID_REQUEST, "Duplicate topic id.")
                 continue
-            try:
-                topic_id = parse_kafka_uuid(id_text)
-            except ValueError:
+            if not isinstance(key, uuid.UUID):
                 fail(None, id_text, Errors.INVALID_REQUEST, f"Invalid topic id {id_text!r}.")
                 continue
-            found = image.topics.get(topic_id)
+            found = image.topics.get(key)
             if found is None:
                 fail(None, id_text, Errors.UNKNOWN_TOPIC_ID,
                      f"Topic id {id_text} does not exist.")
@@ -382,6 +383,14 @@ def delete_topics(
         budget.spend(1)
         records.append(RemoveTopicRecord(topic_id=topic.topic_id))
     return ControllerResult.of(DeleteTopicsResponse(responses=tuple(results)), records)
+
+
+def _id_key(text: str) -> uuid.UUID | str:
+    """The uuid a topic id text names, or the text itself if it names none."""
+    try:
+        return parse_kafka_uuid(text)
+    except ValueError:
+        return text
 
 
 # ------------------------------------------------------------------ describe

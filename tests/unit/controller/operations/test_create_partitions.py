@@ -241,3 +241,20 @@ def test_prior_partition_epochs_are_capped_per_operation() -> None:
     assert "only 0 of the 100000 prior partition epochs" in (outcomes["small"][1] or "")
     assert sum(len(r.prior_partition_epochs) for r in full.records
                if isinstance(r, PartitionRecord)) == MAX_PRIOR_EPOCHS_PER_USER_OP
+
+
+def test_two_topics_expanded_together_each_bump_only_their_own_partitions() -> None:
+    image = _orders_with_epochs()
+    image = with_topic(image, "small", replicas=((1,),), topic_id=OTHER_ID, leader_epoch=7)
+    result = _expand(image, {"name": "small", "count": 2}, {"name": "orders", "count": 4})
+    assert _outcomes(result) == {"small": (Errors.NONE, None), "orders": (Errors.NONE, None)}
+    bumped = [(r.topic_id, r.partition_id) for r in result.records
+              if isinstance(r, PartitionChangeRecord)]
+    assert bumped == [(OTHER_ID, 0), (ORDERS_ID, 0), (ORDERS_ID, 1), (ORDERS_ID, 2)]
+    after = commit_valid(image, result)
+    assert partition_of(after, 0, "small").leader_epoch == 8
+    assert [(p.partition_id, p.leader_epoch)
+            for p in partition_of(after, 1, "small").prior_partition_epochs] == [(0, 7)]
+    assert [partition_of(after, i).leader_epoch for i in range(4)] == [6, 3, 1, 0]
+    assert [(p.partition_id, p.leader_epoch)
+            for p in partition_of(after, 3).prior_partition_epochs] == [(0, 5), (1, 2), (2, 0)]

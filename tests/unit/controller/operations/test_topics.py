@@ -322,6 +322,16 @@ def test_delete_errors() -> None:
     assert commit_valid(image, result) is image
 
 
+def test_one_id_in_two_text_forms_is_a_duplicate() -> None:
+    image = _two_topics()
+    request = DeleteTopicsRequest(topics=(DeleteTopicState(topic_id=ORDERS_ID.hex),
+                                          DeleteTopicState(topic_id=kafka_uuid_str(ORDERS_ID))))
+    result = delete_topics(image, request)
+    assert [(r.topic_id, r.error_message) for r in result.response.responses] == [
+        (ORDERS_ID.hex, "Duplicate topic id.")]
+    assert result.records == ()
+
+
 def test_a_name_that_resolves_to_an_id_also_given_is_refused_and_the_id_deletes() -> None:
     image = _two_topics()
     request = DeleteTopicsRequest.model_validate(
