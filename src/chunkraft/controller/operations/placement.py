@@ -36,7 +36,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class UsableBroker:
-    """A broker that may receive new replicas, and its rack (None: no rack configured)."""
+    """A broker that may receive new replicas, and its rack (None: no rack). Immutable."""
 
     broker_id: int
     rack: str | None = None
