@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkraft.controller.raft.entry import (
     ANY_OFFSET,
@@ -39,7 +41,7 @@ def test_a_key_must_be_16_bytes() -> None:
 def test_every_single_byte_flip_raises_entry_corrupt_error() -> None:
     payload = encode_entry(BATCHES)
     for position in range(len(payload)):
-        for mask in (0x01, 0x10, 0x80, 0xFF):
+        for mask in (*(1 << bit for bit in range(8)), 0xFF):
             flipped = bytearray(payload)
             flipped[position] ^= mask
             with pytest.raises(EntryCorruptError):
@@ -62,3 +64,30 @@ def test_trailing_bytes_are_refused() -> None:
 def test_garbage_raises_entry_corrupt_error(garbage: bytes) -> None:
     with pytest.raises(EntryCorruptError):
         decode_entry(garbage)
+
+
+batches = st.builds(
+    ProposedBatch,
+    st.binary(min_size=16, max_size=16),
+    st.integers(-1, 2**63 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(0, 2**63 - 1),
+    st.lists(st.binary(max_size=300), max_size=5).map(tuple),
+    st.binary(max_size=50),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(batches, max_size=4))
+def test_any_batches_round_trip(proposed: list[ProposedBatch]) -> None:
+    assert decode_entry(encode_entry(proposed)) == proposed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.sampled_from([b"", b"CRE1", b"CRE1\x00\x00\x00\x01"]))
+def test_arbitrary_bytes_never_raise_anything_else(garbage: bytes, prefix: bytes) -> None:
+    try:
+        decoded = decode_entry(prefix + garbage)
+    except EntryCorruptError:
+        return
+    assert prefix + garbage == encode_entry(decoded)  # only a real entry decodes

@@ -177,6 +177,24 @@ def test_apply_entry_never_raises_for_garbage(seed: int) -> None:
     assert machine.image is MetadataImage.EMPTY
 
 
+def test_an_unexpected_error_while_applying_a_batch_is_an_outcome_not_an_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    machine = MetadataStateMachine()
+    apply(machine, batch([topic_record(0)]))
+    before = state(machine)
+
+    def broken(self: object, records: object) -> None:
+        raise RuntimeError("a bug in replay")
+
+    monkeypatch.setattr("chunkraft.controller.image.MetadataDelta.replay_all", broken)
+    (outcome,) = machine.apply_entry(encode_entry([batch([topic_record(1)], key_=key(1))]))
+    assert outcome.status is BatchStatus.INVALID
+    assert "a bug in replay" in outcome.message
+    assert state(machine) == before
+    assert machine.failure is None
+
+
 # ------------------------------------------------------------------ read_after
 
 
