@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pysyncobj.syncobj as _pysyncobj_syncobj
 from pysyncobj import (
     FAIL_REASON,
     SERIALIZER_STATE,
@@ -36,6 +37,7 @@ from chunkraft.controller.raft.dump import read_dump, write_dump
 from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
+from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.records.files._fsync import fsync_directory
 
@@ -47,6 +49,27 @@ _FAIL_REASONS = {
     value: name for name, value in vars(FAIL_REASON).items() if not name.startswith("_")
 }
 _STATES = {0: "follower", 1: "candidate", 2: "leader"}
+
+
+def _conflict_only_journal(path: str | None) -> Any:
+    return ConflictOnlyJournal(_create_journal(path))
+
+
+# Every SyncObj of this process gets a journal that truncates only on a conflict, as Raft does
+# (see safe_journal.py for what pysyncobj does instead and why it can lose acknowledged entries).
+_create_journal = _pysyncobj_syncobj.createJournal
+_pysyncobj_syncobj.createJournal = _conflict_only_journal
+
+
+class _DropMisleadingTruncationWarning(logging.Filter):
+    """pysyncobj logs a truncation of applied entries before calling the journal, which (with
+    ConflictOnlyJournal) truncates nothing unless there is a real conflict, and says so itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("truncating already-applied log entries")
+
+
+logging.getLogger("pysyncobj.syncobj").addFilter(_DropMisleadingTruncationWarning())
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +173,10 @@ class RaftNode:
         )
         others = [address for node, address in settings.voters.items() if node != self.node_id]
         self._syncobj = SyncObj(settings.address, others, conf, consumers=[self._entry_point])
+        journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
+        if isinstance(journal, ConflictOnlyJournal):
+            syncobj = self._syncobj
+            journal.last_applied = lambda: int(syncobj.raftLastApplied)
         self._syncobj.addOnTickCallback(self._after_tick)
 
     def _check_files(self) -> None:
