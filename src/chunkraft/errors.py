@@ -100,6 +100,7 @@ class LogFileError(ChunkraftError):
 
     def __init__(self, message: str, path: str, position: int) -> None:
         super().__init__(f"{path}: {message} (at byte {position})")
+        self.message = message
         self.path = path
         self.position = position
 

@@ -53,6 +53,7 @@ def run_controller(config: ControllerConfig) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pysyncobj").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per forwarded request
     try:
         check_storage(config.data_dir, config.cluster_id, config.node_id)
         node = RaftNode(raft_settings(config))

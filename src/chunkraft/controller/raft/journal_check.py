@@ -137,6 +137,7 @@ def check_dump(path: str | os.PathLike[str]) -> None:
     try:
         read_dump(path)
     except (ChunkraftError, OSError) as error:
-        position = error.position if isinstance(error, LogFileError) else 0
-        raise JournalCorruptError(f"the Raft dump is unusable: {error}", str(path),
-                                  position) from error
+        if isinstance(error, LogFileError):  # its message already names the file and byte
+            raise JournalCorruptError(f"the Raft dump is unusable: {error.message}", error.path,
+                                      error.position) from error
+        raise JournalCorruptError(f"the Raft dump is unusable: {error}", str(path), 0) from error
