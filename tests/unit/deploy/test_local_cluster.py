@@ -1,0 +1,86 @@
+"""LocalCluster's preparation (chunkraft.deploy.local_cluster) and the state ``chunkraft cluster``
+keeps (chunkraft.cli.cluster.open_local_cluster); no controller process is started here."""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+from pathlib import Path
+
+from chunkraft.cli.cluster import STATE_FILE, open_local_cluster
+from chunkraft.controller.config import load_controller_config
+from chunkraft.controller.properties import parse_properties
+from chunkraft.controller.storage import check_storage, read_meta_properties
+from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.records.uuids import parse_kafka_uuid
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(12)
+    assert len(ports) == len(set(ports)) == 12
+    assert all(1024 <= port <= 65535 for port in ports)
+    for port in ports[:3]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # released again, so usable
+
+
+def test_a_cluster_gets_distinct_ports_and_a_dir_per_node(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, size=3)
+    nodes = list(cluster.nodes.values())
+    assert [n.node_id for n in nodes] == [1, 2, 3]
+    ports = [n.raft_port for n in nodes] + [n.http_port for n in nodes]
+    assert len(set(ports)) == 6
+    assert cluster.urls == [f"http://127.0.0.1:{n.http_port}" for n in nodes]
+    assert len({n.data_dir for n in nodes}) == 3
+    assert all(not n.running for n in nodes)
+    parse_kafka_uuid(cluster.cluster_id)
+    assert len(cluster.password) >= 24
+
+
+def test_prepare_writes_private_properties_and_formats_every_data_dir(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path / "cluster", size=3,
+                           extra_properties={"request.timeout.ms": "7000"})
+    cluster.prepare()
+    cluster_id = parse_kafka_uuid(cluster.cluster_id)
+    voters = ",".join(f"{n.node_id}@127.0.0.1:{n.raft_port}" for n in cluster.nodes.values())
+    for node in cluster.nodes.values():
+        assert mode_of(node.config_path) == 0o600  # it holds the Raft password
+        properties = {key: entry.value
+                      for key, entry in parse_properties(node.config_path.read_text()).items()}
+        assert properties["node.id"] == str(node.node_id)
+        assert properties["cluster.id"] == cluster.cluster_id
+        assert properties["controller.quorum.voters"] == voters
+        assert properties["raft.password"] == cluster.password
+        assert properties["listeners"] == node.url
+        assert properties["request.timeout.ms"] == "7000"
+        meta = read_meta_properties(node.data_dir)
+        assert meta is not None and (meta.cluster_id, meta.node_id) == (cluster_id, node.node_id)
+        check_storage(node.data_dir, cluster_id, node.node_id)
+        # what the controller process will load: a valid configuration for this node
+        config = load_controller_config(str(node.config_path), {}, {})
+        assert (config.node_id, config.cluster_id) == (node.node_id, cluster_id)
+        assert config.data_dir == node.data_dir and config.request_timeout_ms == 7000
+        assert {u.node_id: u.url for u in config.controller_http_urls} == {
+            n.node_id: n.url for n in cluster.nodes.values()}
+    cluster.prepare()  # again: idempotent, the dirs stay formatted for the same cluster
+    for node in cluster.nodes.values():
+        check_storage(node.data_dir, cluster_id, node.node_id)
+
+
+def test_open_local_cluster_keeps_ids_password_and_ports(tmp_path: Path) -> None:
+    first = open_local_cluster(tmp_path, 3)
+    state_path = tmp_path / STATE_FILE
+    assert mode_of(state_path) == 0o600
+    state = json.loads(state_path.read_text())
+    assert state["cluster_id"] == first.cluster_id and state["password"] == first.password
+    again = open_local_cluster(tmp_path, 5)  # the saved cluster wins over a new size
+    assert again.cluster_id == first.cluster_id and again.password == first.password
+    assert [(n.node_id, n.raft_port, n.http_port) for n in again.nodes.values()] == [
+        (n.node_id, n.raft_port, n.http_port) for n in first.nodes.values()]
+    other = open_local_cluster(tmp_path / "elsewhere", 1)
+    assert other.cluster_id != first.cluster_id and len(other.nodes) == 1
