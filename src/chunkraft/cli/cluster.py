@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.deploy.local_cluster import LocalCluster, write_private
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -60,8 +60,7 @@ def open_local_cluster(directory: Path, controllers: int) -> LocalCluster:
         state = {"cluster_id": cluster.cluster_id, "password": cluster.password,
                  "nodes": {str(n.node_id): [n.raft_port, n.http_port]
                            for n in cluster.nodes.values()}}
-        state_path.write_text(json.dumps(state, indent=2))
-        state_path.chmod(0o600)  # it holds the Raft password
+        write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
     return cluster
 
 

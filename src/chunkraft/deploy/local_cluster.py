@@ -23,7 +23,7 @@ import httpx
 from chunkraft.controller.storage import format_storage, random_cluster_id
 from chunkraft.records.uuids import parse_kafka_uuid
 
-__all__ = ["ControllerProcess", "LocalCluster", "free_ports"]
+__all__ = ["ControllerProcess", "LocalCluster", "free_ports", "write_private"]
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -40,6 +40,19 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         for sock in sockets:
             sock.close()
     return ports
+
+
+def write_private(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` readable by its owner only, from its first byte.
+
+    The file is created with mode 0600 (an existing one is emptied, then narrowed, before the
+    text goes in), so a secret is never in a world-readable file, not even until a later
+    chmod, and not if the process dies half-way.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        os.fchmod(fd, 0o600)
+        file.write(text)
 
 
 @dataclass
@@ -108,8 +121,7 @@ class LocalCluster:
                 **self.extra_properties,
             }
             text = "".join(f"{key}={value}\n" for key, value in properties.items())
-            node.config_path.write_text(text)
-            node.config_path.chmod(0o600)  # it holds the Raft password
+            write_private(node.config_path, text)  # it holds the Raft password
 
     def start(self, node_id: int | None = None) -> None:
         """Starts one node, or every stopped node."""

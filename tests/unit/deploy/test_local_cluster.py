@@ -3,10 +3,15 @@ keeps (chunkraft.cli.cluster.open_local_cluster); no controller process is start
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import stat
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from chunkraft.cli.cluster import STATE_FILE, open_local_cluster
 from chunkraft.controller.config import load_controller_config
@@ -84,3 +89,33 @@ def test_open_local_cluster_keeps_ids_password_and_ports(tmp_path: Path) -> None
         (n.node_id, n.raft_port, n.http_port) for n in first.nodes.values()]
     other = open_local_cluster(tmp_path / "elsewhere", 1)
     assert other.cluster_id != first.cluster_id and len(other.nodes) == 1
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_files_holding_the_raft_password_are_private_from_their_first_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that dies right after writing the state file or a properties file (before any
+    later chmod) must not leave the Raft password readable by other users."""
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise _Crash
+
+    for module, name in ((Path, "chmod"), (os, "chmod"), (os, "fchmod")):
+        monkeypatch.setattr(module, name, crash)
+    umask = os.umask(0o022)  # the usual umask: a plain new file would be 0644
+    try:
+        with contextlib.suppress(_Crash):
+            open_local_cluster(tmp_path / "state", 3)
+        cluster = LocalCluster(tmp_path / "nodes", size=1)
+        with contextlib.suppress(_Crash):
+            cluster.prepare()
+    finally:
+        os.umask(umask)
+    written = [tmp_path / "state" / STATE_FILE, cluster.nodes[1].config_path]
+    for path in written:
+        assert path.exists()
+        assert mode_of(path) & 0o077 == 0, f"{path} is {mode_of(path):o}"
