@@ -19,7 +19,12 @@ from pydantic import BaseModel, ValidationError
 
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import error_response, validation_message
-from chunkraft.api.forwarding import IDEMPOTENCY_HEADER, OFFSET_HEADER, forward_to_leader
+from chunkraft.api.forwarding import (
+    FORWARDED_HEADER,
+    IDEMPOTENCY_HEADER,
+    OFFSET_HEADER,
+    forward_to_leader,
+)
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.raft.entry import IDEMPOTENCY_KEY_SIZE
 from chunkraft.controller.result import Operation
@@ -38,18 +43,30 @@ OperationFactory = Callable[[ControllerContext, Req], Operation[Resp]]
 Before = Callable[[ControllerContext, Req], Awaitable[None] | None]
 
 
-def idempotency_key_of(request: Request) -> bytes:
-    """The request's ``Idempotency-Key`` as 16 bytes (any string is hashed), or a fresh one."""
+def idempotency_key_of(request: Request, body: bytes) -> bytes:
+    """The 16-byte idempotency key of this write, or a fresh one if the client sent none.
+
+    A client's ``Idempotency-Key`` names one request: the key is derived from it together with
+    the route and the body, so a retry (same key, route and body, on any node) finds the first
+    outcome, while the same key sent with another request is another write and never gets that
+    request's answer. A request a node forwards carries the key that node derived (hex, with
+    ``X-Chunkraft-Forwarded``); the leader takes it as it is.
+    """
     given = request.headers.get(IDEMPOTENCY_HEADER)
     if not given:
         return os.urandom(IDEMPOTENCY_KEY_SIZE)
-    try:
-        raw = bytes.fromhex(given)
-        if len(raw) == IDEMPOTENCY_KEY_SIZE and any(raw):
-            return raw
-    except ValueError:
-        pass
-    return hashlib.sha256(given.encode()).digest()[:IDEMPOTENCY_KEY_SIZE]
+    if request.headers.get(FORWARDED_HEADER):
+        try:
+            raw = bytes.fromhex(given)
+            if len(raw) == IDEMPOTENCY_KEY_SIZE and any(raw):
+                return raw
+        except ValueError:
+            pass
+    digest = hashlib.sha256()
+    for part in (request.url.path.encode(), given.encode(), body):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.digest()[:IDEMPOTENCY_KEY_SIZE]
 
 
 async def _read_body(request: Request) -> bytes | Response:
@@ -97,7 +114,7 @@ def add_write_route(
         parsed = _parse(request_model, body)
         if isinstance(parsed, Response):
             return parsed
-        key = idempotency_key_of(request)
+        key = idempotency_key_of(request, body)
         if not context.controller.is_leader():
             return await forward_to_leader(context, request, body, key)
         if before is not None:

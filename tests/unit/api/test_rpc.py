@@ -284,3 +284,27 @@ def test_a_read_with_min_offset_times_out_with_503() -> None:
             assert 0.1 < elapsed < 3
 
     asyncio.run(scenario())
+
+
+def test_a_key_reused_for_another_request_does_not_get_that_requests_answer() -> None:
+    """An Idempotency-Key names one request (route and body): sent with a different request it
+    must not answer with the first request's outcome and skip the second."""
+
+    async def scenario() -> None:
+        async with running_node() as node:
+            epochs = await start_brokers(node, (1, 2))
+            same = {"Idempotency-Key": "reused"}
+            first = await node.post("create-topics", {"topics": [{"name": "a"}]}, headers=same)
+            second = await node.post("create-topics", {"topics": [{"name": "b"}]}, headers=same)
+            assert [r.json()["topics"][0]["name"] for r in (first, second)] == ["a", "b"]
+            assert node.context.controller.image.topics.get_by_name("b") is not None
+            unregistered = await node.post("unregister-broker", {"broker_id": 1}, headers=same)
+            assert unregistered.status_code == 200
+            fence = await node.post("broker-heartbeat", {
+                "broker_id": 2, "broker_epoch": epochs[2], "current_metadata_offset": 100,
+                "want_fence": True}, headers=same)
+            assert fence.status_code == 200 and fence.json()["is_fenced"] is True
+            fenced = node.context.controller.image.brokers.get(2)
+            assert fenced is not None and fenced.fenced  # the heartbeat really ran
+
+    asyncio.run(scenario())
