@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
+from concurrent.futures import Future
 
 import httpx
 import pytest
 
 from chunkraft.api import forwarding
 from chunkraft.api.forwarding import FORWARDED_HEADER
+from chunkraft.controller.raft.entry import ProposedBatch
+from chunkraft.controller.raft.local import LocalRaft
+from chunkraft.controller.raft.state_machine import BatchOutcome
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.topics import CreateTopicsResponse
 from chunkraft.records import TopicRecord, decode_record
@@ -182,5 +187,39 @@ def test_a_node_that_becomes_leader_while_waiting_says_retry() -> None:
             answer, _ = await asyncio.gather(node.post("create-topics", TOPIC), elect())
             assert answer.status_code == 503
             assert "just became the leader" in answer.json()["message"]
+
+    asyncio.run(scenario())
+
+
+class DeposedRaft(LocalRaft):
+    """Leads until it proposes; then it hears that node 2 won an election, and its proposal
+    fails: a leader deposed in the middle of a write."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.new_leader: int | None = None
+
+    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
+        self.new_leader = 2
+        self.set_leader(False)
+        return super().propose(batches)
+
+    def leader_id(self) -> int | None:
+        return self.node_id if self.is_leader() else self.new_leader
+
+
+def test_a_leader_deposed_during_a_write_forwards_it_to_the_new_leader() -> None:
+    async def scenario() -> None:
+        async with running_node(LocalRaft(2)) as new_leader:
+            await start_brokers(new_leader)
+            to_new = httpx.AsyncClient(transport=httpx.ASGITransport(app=new_leader.app))
+            async with running_node(DeposedRaft(), controller_urls={2: LEADER_URL},
+                                    forward_client=to_new) as deposed:
+                assert deposed.context.controller.is_leader()
+                answer = await deposed.post("create-topics", TOPIC)
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["topics"][0]["error_code"] == 0
+                assert new_leader.context.controller.image.topics.get_by_name("forwarded")
+                assert deposed.context.controller.image.offset == -1
 
     asyncio.run(scenario())
