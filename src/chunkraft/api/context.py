@@ -13,7 +13,9 @@ from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
 
-__all__ = ["ControllerContext"]
+__all__ = ["FORWARDING_CLIENTS", "ControllerContext"]
+
+FORWARDING_CLIENTS = 16
 
 
 @dataclass
@@ -34,6 +36,8 @@ class ControllerContext:
     monotonic: Callable[[], float] = time.monotonic
     forward_timeout: float = 30.0
     _client: httpx.AsyncClient | None = field(default=None, repr=False)
+    _pool: list[httpx.AsyncClient] = field(default_factory=list, repr=False)
+    _turn: int = field(default=0, repr=False)
 
     @property
     def cluster_id_text(self) -> str:
@@ -41,13 +45,26 @@ class ControllerContext:
         return kafka_uuid_str(self.cluster_id)
 
     def client(self) -> httpx.AsyncClient:
-        """The HTTP client used to forward writes to the leader (created on first use)."""
-        if self._client is None:
-            limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-            self._client = httpx.AsyncClient(timeout=self.forward_timeout, limits=limits)
-        return self._client
+        """An HTTP client to forward a write to the leader with (created on first use).
+
+        Forwarding takes turns over 16 clients of 4 connections each rather than one client of
+        64: httpcore checks every pooled connection on each request, so one large pool cost
+        more CPU than the forwarded write itself (measured in bench/RESULTS.md). A test may set
+        ``_client`` to use one client of its own.
+        """
+        if self._client is not None:
+            return self._client
+        if not self._pool:
+            limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+            self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits)
+                          for _ in range(FORWARDING_CLIENTS)]
+        self._turn = (self._turn + 1) % len(self._pool)
+        return self._pool[self._turn]
 
     async def aclose(self) -> None:
+        clients, self._pool = self._pool, []
         if self._client is not None:
-            await self._client.aclose()
+            clients.append(self._client)
             self._client = None
+        for client in clients:
+            await client.aclose()

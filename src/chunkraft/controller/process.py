@@ -8,7 +8,6 @@ gracefully (in-flight requests finish), then the Raft node closes its journal an
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 
@@ -78,7 +77,7 @@ def run_controller(config: ControllerConfig) -> int:
             access_log=False, lifespan="on", timeout_graceful_shutdown=10))
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
-        asyncio.run(server.serve())
+        server.run()  # uvloop and httptools when installed (they are dependencies)
     finally:
         node.close()
         logger.info("controller %d stopped", config.node_id)

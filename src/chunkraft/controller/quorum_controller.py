@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import hashlib
 import logging
 import os
 import time
@@ -32,7 +34,7 @@ from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataPro
 from chunkraft.controller.raft.entry import ANY_OFFSET, IDEMPOTENCY_KEY_SIZE, ProposedBatch
 from chunkraft.controller.raft.log import ProposalError, RaftLog
 from chunkraft.controller.raft.state_machine import NO_KEY, BatchOutcome, BatchStatus, TailRead
-from chunkraft.controller.result import Operation
+from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.records import NoOpRecord, encode_record
 
@@ -45,7 +47,13 @@ T = TypeVar("T")
 
 MAX_ENTRIES_IN_FLIGHT = 2
 """Raft entries proposed and not yet applied; more batches wait and go together in the next."""
-MAX_ATTEMPTS = 5
+MAX_ENTRY_RECORDS = 2_000
+"""Group commit stops adding batches to an entry past this many records: a large entry is one
+long apply in every node's Raft thread, and a follower that stops hearing its leader for an
+election timeout starts an election (one batch alone may still be larger)."""
+MAX_BATCH_RECORDS = 10_000
+"""A non-atomic result larger than this is committed as several batches of at most this size."""
+MAX_ATTEMPTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +222,7 @@ class QuorumController:
                     result = operation(base)
                     if not result.records:
                         return WriteResult(result.response, base.offset, False)
-                    pending = self._stage(key, base, result.records, result.response)
+                    pending = self._stage_result(key, base, result)
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 outcome = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
@@ -291,6 +299,26 @@ class QuorumController:
             raise ApiException(Errors.REQUEST_TIMED_OUT, "the leadership barrier did not "
                                                          "commit in time") from None
 
+    def _stage_result(self, key: bytes, base: MetadataImage,
+                      result: ControllerResult[Any]) -> _Pending:
+        """Stages an atomic result as one batch; a large non-atomic one (fencing a broker that
+        holds a million partitions) as consecutive batches, keys derived from ``key``. The
+        caller waits for the last; a retry finds the first committed and gets the response
+        (every part carries it), while the rest were proposed right behind it."""
+        records = result.records
+        if result.atomic or len(records) <= MAX_BATCH_RECORDS:
+            return self._stage(key, base, records, result.response)
+        pending = None
+        for index, start in enumerate(range(0, len(records), MAX_BATCH_RECORDS)):
+            part_key = key if index == 0 else hashlib.sha256(
+                key + index.to_bytes(4, "big")).digest()[:IDEMPOTENCY_KEY_SIZE]
+            pending = self._stage(part_key, base, records[start:start + MAX_BATCH_RECORDS],
+                                  result.response)
+            assert self._speculative is not None
+            base = self._speculative
+        assert pending is not None
+        return pending
+
     def _stage(
         self, key: bytes, base: MetadataImage, records: tuple[Any, ...], response: BaseModel
     ) -> _Pending:
@@ -306,22 +334,27 @@ class QuorumController:
         delta = MetadataDelta(base)
         delta.replay_all(records)
         self._speculative = delta.apply(MetadataProvenance(base.offset + len(records), epoch))
+        self.raft.state_machine.offer_staged(key, base, self._speculative, batch.records)
         loop = asyncio.get_running_loop()
         pending = _Pending(batch, loop.create_future())
         self._queue.append(pending)
         self._staged[key] = pending
         self._drained.clear()
-        if self._in_flight < MAX_ENTRIES_IN_FLIGHT:
-            self._send_queued()
+        self._send_queued()
         return pending
 
     def _send_queued(self) -> None:
-        queued, self._queue = self._queue, []
-        if not queued:
-            return
-        self._in_flight += 1
-        raft_future = asyncio.wrap_future(self.raft.propose([item.batch for item in queued]))
-        raft_future.add_done_callback(lambda done: self._entry_done(done, queued))
+        while self._queue and self._in_flight < MAX_ENTRIES_IN_FLIGHT:
+            taken = records = 0
+            for item in self._queue:
+                if taken and records + len(item.batch.records) > MAX_ENTRY_RECORDS:
+                    break
+                taken += 1
+                records += len(item.batch.records)
+            queued, self._queue = self._queue[:taken], self._queue[taken:]
+            self._in_flight += 1
+            raft_future = asyncio.wrap_future(self.raft.propose([i.batch for i in queued]))
+            raft_future.add_done_callback(functools.partial(self._entry_done, queued=queued))
 
     def _entry_done(self, done: asyncio.Future[tuple[BatchOutcome, ...]],
                     queued: list[_Pending]) -> None:
@@ -343,9 +376,8 @@ class QuorumController:
             else:
                 item.future.set_exception(ProposalError(
                     f"{len(outcomes)} outcomes for an entry of {len(queued)} batches"))
-        if self._queue:
-            self._send_queued()
-        elif self._in_flight == 0:
+        self._send_queued()
+        if not self._queue and self._in_flight == 0:
             self._drained.set()
 
     def _now_ms(self) -> int:

@@ -28,10 +28,18 @@ class ControllerResult(Generic[R]):
 
     records: tuple[Any, ...]
     response: R
+    atomic: bool = True
+    """False lets the quorum commit a large result as several consecutive batches (Kafka's
+    non-atomic results: fencing a broker, unfencing it); each batch is still all or nothing."""
 
     @classmethod
     def of(cls, response: R, records: tuple[Any, ...] | list[Any] = ()) -> ControllerResult[R]:
         return cls(tuple(records), response)
+
+    @classmethod
+    def non_atomic(cls, response: R, records: tuple[Any, ...] | list[Any] = ()
+                   ) -> ControllerResult[R]:
+        return cls(tuple(records), response, atomic=False)
 
 
 Operation = Callable[["MetadataImage"], ControllerResult[R]]

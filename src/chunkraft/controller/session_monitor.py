@@ -36,7 +36,7 @@ def fence_operation(broker_id: int) -> Callable[[MetadataImage], ControllerResul
     def operation(image: MetadataImage) -> ControllerResult[FenceBrokerResponse]:
         result = fence_broker(image, broker_id)
         return ControllerResult(result.records, FenceBrokerResponse(
-            broker_id=broker_id, fenced=bool(result.records)))
+            broker_id=broker_id, fenced=bool(result.records)), atomic=result.atomic)
 
     return operation
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from chunkraft.controller.image import MetadataImage
+from chunkraft.controller.image import MetadataImage, MetadataProvenance
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.raft import BatchOutcome, ProposalError, ProposedBatch
 from chunkraft.controller.raft.local import LocalRaft
@@ -521,3 +521,87 @@ def test_read_after_waits_for_the_next_batch() -> None:
         assert read.high_watermark == 3
 
     run(raft, body)
+
+
+# ------------------------------------------------------------------ sizes of batches and entries
+
+
+class RecordingRaft(DeferredRaft):
+    """Also remembers how many records each proposed entry holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entry_records: list[int] = []
+
+    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
+        self.entry_records.append(sum(len(b.records) for b in batches))
+        return super().propose(batches)
+
+
+def many_noops(count: int, *, atomic: bool) -> Callable[
+        [MetadataImage], ControllerResult[TopicResponse]]:
+    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
+        return ControllerResult((NoOpRecord(),) * count, TopicResponse(name="noops"),
+                                atomic=atomic)
+
+    return operation
+
+
+def test_a_large_non_atomic_result_commits_as_consecutive_batches_of_at_most_10000() -> None:
+    raft = RecordingRaft()
+
+    async def body(controller: QuorumController) -> Any:
+        return await controller.write(many_noops(25_000, atomic=False), TopicResponse)
+
+    result = run(raft, body)
+    committed = raft.state_machine.read_after(0, max_records=10**9, max_bytes=10**12).batches
+    assert [len(b.records) for b in committed] == [10_000, 10_000, 5_000]
+    offsets = [b.base_offset for b in committed]
+    assert offsets == [1, 10_001, 20_001]  # offset 0 is the leader's barrier
+    assert result.offset == 25_000 and result.response.name == "noops"
+
+
+def test_an_atomic_result_stays_one_batch_however_large() -> None:
+    raft = RecordingRaft()
+
+    async def body(controller: QuorumController) -> Any:
+        return await controller.write(many_noops(12_000, atomic=True), TopicResponse)
+
+    run(raft, body)
+    committed = raft.state_machine.read_after(0, max_records=10**9, max_bytes=10**12).batches
+    assert [len(b.records) for b in committed] == [12_000]
+
+
+def test_group_commit_keeps_entries_under_2000_records() -> None:
+    raft = RecordingRaft()
+
+    async def body(controller: QuorumController) -> None:
+        await asyncio.gather(*(controller.write(many_noops(300, atomic=True), TopicResponse)
+                               for _ in range(40)))
+
+    run(raft, body)
+    assert sum(raft.entry_records) == 1 + 40 * 300  # the barrier, then every batch once
+    assert max(raft.entry_records) <= 2_000
+    assert any(n > 300 for n in raft.entry_records), "batches were never grouped"
+
+
+def test_the_leader_applies_its_own_batch_by_taking_the_image_it_validated_against() -> None:
+    raft = LocalRaft()
+
+    async def body(controller: QuorumController) -> tuple[object, object]:
+        await controller.write(create_topic("orders"), TopicResponse)
+        return controller._speculative, raft.state_machine.image
+
+    speculative, committed = run(raft, body)
+    assert speculative is committed  # no second decode and replay on the leader
+
+
+def test_a_staged_image_is_not_taken_for_other_records_under_the_same_key() -> None:
+    raft = LocalRaft()
+    base = raft.state_machine.image
+    other = batch([TopicRecord(name="other", topic_id=uuid.uuid4())], key_=key(3))
+    staged_image = MetadataImage.EMPTY.with_provenance(MetadataProvenance(0, 1))
+    raft.state_machine.offer_staged(key(3), base, staged_image, (b"different",))
+    raft.propose([other]).result()
+    image = raft.state_machine.image
+    assert image is not staged_image and image.topics.get_by_name("other") is not None

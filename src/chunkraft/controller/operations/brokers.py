@@ -260,7 +260,7 @@ def broker_heartbeat(
     elif not _leads_a_partition(image, broker_id):  # in controlled shutdown
         next_state = State.SHUTDOWN_NOW
         records = _fence_records(image, broker_id)
-    return ControllerResult.of(
+    return ControllerResult.non_atomic(
         BrokerHeartbeatResponse(
             is_caught_up=caught_up,
             is_fenced=next_state.fenced,
@@ -296,7 +296,7 @@ def fence_broker(image: MetadataImage, broker_id: int) -> ControllerResult[None]
     registration = image.brokers.get(broker_id)
     if registration is None or registration.fenced:
         return ControllerResult.of(None)
-    return ControllerResult.of(None, _fence_records(image, broker_id))
+    return ControllerResult.non_atomic(None, _fence_records(image, broker_id))
 
 
 def unregister_broker(
@@ -319,7 +319,7 @@ def unregister_broker(
     records.append(UnregisterBrokerRecord(
         broker_id=request.broker_id, broker_epoch=registration.broker_epoch
     ))
-    return ControllerResult.of(UnregisterBrokerResponse(), records)
+    return ControllerResult.non_atomic(UnregisterBrokerResponse(), records)
 
 
 # ------------------------------------------------------------------ the records of transitions

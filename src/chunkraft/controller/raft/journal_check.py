@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chunkraft.controller.raft.dump import read_dump
+from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.entry import decode_entry
-from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError
+from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError, SnapshotError
+from chunkraft.records.files import read_embedded_snapshot_batches
 
 __all__ = ["JournalCheck", "check_dump", "check_journal"]
 
@@ -133,9 +134,19 @@ def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
 
 
 def check_dump(path: str | os.PathLike[str]) -> None:
-    """Reads the dump at ``path`` whole; raises :class:`JournalCorruptError` if it is bad."""
+    """Checks the dump at ``path`` whole without building its image (the load does that next):
+    header CRC, then every batch's CRC, offsets, epoch, cluster id and the end marker.
+
+    Raises :class:`JournalCorruptError` if it is bad.
+    """
     try:
-        read_dump(path)
+        header = read_dump_header(path)
+        for batch in read_embedded_snapshot_batches(
+                Path(path), start=header.snapshot_start, epoch=header.epoch):
+            if batch.cluster_id != header.cluster_id:
+                raise SnapshotError(
+                    f"snapshot batch of cluster {batch.cluster_id} in a dump of cluster "
+                    f"{header.cluster_id}", str(path), batch.position)
     except (ChunkraftError, OSError) as error:
         if isinstance(error, LogFileError):  # its message already names the file and byte
             raise JournalCorruptError(f"the Raft dump is unusable: {error.message}", error.path,

@@ -13,6 +13,7 @@ second one. It never raises: the state machine returns errors as values.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import threading
 import time
@@ -143,6 +144,7 @@ class RaftNode:
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
+        self._journal_flushed_to = 0
         self.dumps_written = 0
         raft_dir = settings.journal_path.parent
         raft_dir.mkdir(parents=True, exist_ok=True)
@@ -164,6 +166,10 @@ class RaftNode:
             appendEntriesPeriod=settings.append_entries_period,
             connectionRetryTime=settings.connection_retry,
             connectionTimeout=max(settings.election_timeout_max, 1.0),
+            # pysyncobj sends an entry of this size or more in pieces, and its last-piece test
+            # compares against the command's length, not the pickled entry's: such entries
+            # reach followers truncated. Group commit keeps entries far below this.
+            appendEntriesBatchSizeBytes=64 * 1024 * 1024,
             leaderFallbackTimeout=settings.leader_fallback_timeout,
             commandsWaitLeader=False,
             logCompactionMinEntries=settings.log_compaction_min_entries,
@@ -317,10 +323,32 @@ class RaftNode:
                 self._syncobj.forceLogCompaction()
 
     def _flush_journal(self) -> None:
+        """msync what was written to the journal since the last flush, and its header.
+
+        pysyncobj's own ``flush`` msyncs the whole mapping, whose cost grows with the journal;
+        this flushes the pages written since last time (and the header page, which holds the
+        offset after the last record). Falls back to the whole file if pysyncobj's internals
+        are not what 0.3.17 has.
+        """
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
-        flush = getattr(journal, "flush", None)
-        if flush is not None:
-            flush()
+        inner = getattr(journal, "_inner", journal)
+        mapped = getattr(getattr(inner, "_FileJournal__journalFile", None),
+                         "_ResizableFile__mm", None)
+        end = getattr(inner, "_FileJournal__currentOffset", None)
+        if not isinstance(mapped, mmap.mmap) or not isinstance(end, int):
+            flush = getattr(journal, "flush", None)
+            if flush is not None:
+                flush()
+            return
+        page = mmap.ALLOCATIONGRANULARITY
+        start = self._journal_flushed_to - self._journal_flushed_to % page
+        if end < start:  # the journal was compacted or truncated: start again from the top
+            start = 0
+        size = len(mapped)
+        mapped.flush(0, min(page, size))
+        if end > start:
+            mapped.flush(start, min(end, size) - start)
+        self._journal_flushed_to = end
 
     # ------------------------------------------------------------------ any thread
 
