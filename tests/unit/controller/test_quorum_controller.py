@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from chunkraft.controller.image import MetadataImage, MetadataProvenance
-from chunkraft.controller.quorum_controller import QuorumController
+from chunkraft.controller.quorum_controller import MAX_ENTRIES_IN_FLIGHT, QuorumController
 from chunkraft.controller.raft import BatchOutcome, ProposalError, ProposedBatch
 from chunkraft.controller.raft.local import LocalRaft
 from chunkraft.controller.result import ControllerResult
@@ -408,7 +408,8 @@ def test_a_corrupt_entry_of_several_batches_fails_every_writer_at_once() -> None
         raft.corrupt = True
         started = time.monotonic()
         results = await asyncio.gather(
-            *(controller.write(create_topic(f"t{n}"), TopicResponse) for n in range(8)),
+            *(controller.write(create_topic(f"t{n}"), TopicResponse)
+              for n in range(MAX_ENTRIES_IN_FLIGHT + 4)),  # more than go one per entry
             return_exceptions=True)
         assert time.monotonic() - started < 2  # not the 10 s request timeout
         assert max(raft.entries) > 1  # some entry really held several batches

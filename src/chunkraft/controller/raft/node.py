@@ -13,7 +13,6 @@ second one. It never raises: the state machine returns errors as values.
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import threading
 import time
@@ -144,7 +143,10 @@ class RaftNode:
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
-        self._journal_flushed_to = 0
+        self._journal_fd: int | None = None
+        self._to_flush: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
+        self._flush_wanted = False
+        self._flush_lock = threading.Condition()
         self.dumps_written = 0
         raft_dir = settings.journal_path.parent
         raft_dir.mkdir(parents=True, exist_ok=True)
@@ -184,6 +186,9 @@ class RaftNode:
             syncobj = self._syncobj
             journal.last_applied = lambda: int(syncobj.raftLastApplied)
         self._syncobj.addOnTickCallback(self._after_tick)
+        self._flush_thread = threading.Thread(target=self._flusher, name="chunkraft-flush",
+                                              daemon=True)
+        self._flush_thread.start()
 
     def _check_files(self) -> None:
         """Refuses to start on a torn or corrupt journal or dump (JournalCorruptError)."""
@@ -305,16 +310,14 @@ class RaftNode:
         with self._done_lock:
             done, self._done = self._done, []
         applied = self._applied_since_flush
+        self._applied_since_flush = False
         if applied or done:
-            self._applied_since_flush = False
-            self._flush_journal()
-        for future, result, error in done:
-            if future.done():
-                continue
-            if error == FAIL_REASON.SUCCESS:
-                future.set_result(result)
-            else:
-                future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
+            # The flush is disk I/O: the flusher thread does it and then hands the outcomes
+            # back, so this (Raft) thread keeps answering its peers meanwhile.
+            with self._flush_lock:
+                self._to_flush.extend(done)
+                self._flush_wanted = True
+                self._flush_lock.notify()
         if applied:
             for listener in self._apply_listeners:
                 _call_safely(listener)
@@ -322,33 +325,44 @@ class RaftNode:
                     and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
                 self._syncobj.forceLogCompaction()
 
-    def _flush_journal(self) -> None:
-        """msync what was written to the journal since the last flush, and its header.
+    def _flusher(self) -> None:
+        """Flushes the journal to disk, then resolves the proposals applied before the flush:
+        nothing is acknowledged that is only in the page cache. One flush covers every entry
+        applied since the previous one (group commit for the disk)."""
+        while True:
+            with self._flush_lock:
+                while not self._flush_wanted and not self._closed:
+                    self._flush_lock.wait()
+                if self._closed and not self._flush_wanted:
+                    return
+                done, self._to_flush = self._to_flush, []
+                self._flush_wanted = False
+            try:
+                self._flush_journal()
+            except OSError:
+                logger.exception("flushing the Raft journal failed; answering unknown outcomes")
+                for future, _result, _error in done:
+                    if not future.done():
+                        future.set_exception(ProposalError("JOURNAL_FLUSH_FAILED"))
+                continue
+            for future, result, error in done:
+                if future.done():
+                    continue
+                if error == FAIL_REASON.SUCCESS:
+                    future.set_result(result)
+                else:
+                    future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
 
-        pysyncobj's own ``flush`` msyncs the whole mapping, whose cost grows with the journal;
-        this flushes the pages written since last time (and the header page, which holds the
-        offset after the last record). Falls back to the whole file if pysyncobj's internals
-        are not what 0.3.17 has.
-        """
-        journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
-        inner = getattr(journal, "_inner", journal)
-        mapped = getattr(getattr(inner, "_FileJournal__journalFile", None),
-                         "_ResizableFile__mm", None)
-        end = getattr(inner, "_FileJournal__currentOffset", None)
-        if not isinstance(mapped, mmap.mmap) or not isinstance(end, int):
-            flush = getattr(journal, "flush", None)
-            if flush is not None:
-                flush()
-            return
-        page = mmap.ALLOCATIONGRANULARITY
-        start = self._journal_flushed_to - self._journal_flushed_to % page
-        if end < start:  # the journal was compacted or truncated: start again from the top
-            start = 0
-        size = len(mapped)
-        mapped.flush(0, min(page, size))
-        if end > start:
-            mapped.flush(start, min(end, size) - start)
-        self._journal_flushed_to = end
+    def _flush_journal(self) -> None:
+        """fdatasync the journal file: its writes go through pysyncobj's mmap, and syncing the
+        file's descriptor writes back exactly its dirty pages (any thread may do this, unlike
+        touching pysyncobj's mapping, which it resizes and replaces)."""
+        if self._journal_fd is None:
+            path = self.settings.journal_path
+            if not path.exists():
+                return
+            self._journal_fd = os.open(path, os.O_RDONLY)
+        os.fdatasync(self._journal_fd)
 
     # ------------------------------------------------------------------ any thread
 
@@ -435,6 +449,12 @@ class RaftNode:
             return
         self._closed = True
         self._syncobj.destroy_synchronous()
+        with self._flush_lock:
+            self._flush_lock.notify()
+        self._flush_thread.join(timeout=10)
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
 
 
 def _call_safely(listener: Callable[..., None], *args: Any) -> None:
