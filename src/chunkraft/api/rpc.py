@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
@@ -40,7 +40,6 @@ Resp = TypeVar("Resp", bound=BaseModel)
 
 OperationFactory = Callable[[ControllerContext, Req], Operation[Resp]]
 """Binds a parsed request (and the node's context) into an operation on an image."""
-Before = Callable[[ControllerContext, Req], Awaitable[None] | None]
 
 
 def idempotency_key_of(request: Request, body: bytes) -> bytes:
@@ -102,7 +101,6 @@ def add_write_route(
     make_operation: OperationFactory[Req, Resp],
     *,
     summary: str,
-    before: Before[Req] | None = None,
 ) -> None:
     """Adds ``POST path`` running ``make_operation`` on the leader."""
 
@@ -117,10 +115,6 @@ def add_write_route(
         key = idempotency_key_of(request, body)
         if not context.controller.is_leader():
             return await forward_to_leader(context, request, body, key)
-        if before is not None:
-            waited = before(context, parsed)
-            if waited is not None:
-                await waited
         try:
             result = await context.controller.write(
                 make_operation(context, parsed), response_model, idempotency_key=key)
