@@ -122,6 +122,9 @@ def add_write_route(
             if error.error is Errors.NOT_CONTROLLER:  # lost leadership on the way
                 return await forward_to_leader(context, request, body, key)
             raise
+        if result.response_json is not None:
+            return Response(content=result.response_json, media_type="application/json",
+                            headers={OFFSET_HEADER: str(result.offset)})
         return _json(result.response, result.offset)
 
     router.add_api_route(path, handler, methods=["POST"], summary=summary,

@@ -67,16 +67,20 @@ class WriteResult(Generic[T]):
     response: T
     offset: int
     committed: bool
+    response_json: bytes | None = None
+    """The response as JSON when the quorum already holds it that way (saves encoding twice)."""
 
 
 class _Pending:
     """A batch waiting for its Raft entry, with the future its writer awaits."""
 
-    __slots__ = ("batch", "future")
+    __slots__ = ("batch", "future", "response")
 
-    def __init__(self, batch: ProposedBatch, future: asyncio.Future[BatchOutcome]) -> None:
+    def __init__(self, batch: ProposedBatch, future: asyncio.Future[BatchOutcome],
+                 response: BaseModel) -> None:
         self.batch = batch
         self.future = future
+        self.response = response
 
 
 class QuorumController:
@@ -237,6 +241,11 @@ class QuorumController:
                 last_error = error.reason
                 await asyncio.sleep(0.05)
                 continue
+            if outcome.status is BatchStatus.COMMITTED and isinstance(pending.response,
+                                                                      response_type):
+                # This very batch committed: its response object is the answer, as is.
+                return WriteResult(pending.response, outcome.last_offset, True,
+                                   pending.batch.response)
             if outcome.status is BatchStatus.COMMITTED:
                 return self._committed(outcome, response_type)
             self._speculative = None  # it holds this batch's records, which were not written
@@ -265,7 +274,7 @@ class QuorumController:
     @staticmethod
     def _committed(outcome: BatchOutcome, response_type: type[R]) -> WriteResult[R]:
         response = response_type.model_validate_json(outcome.response)
-        return WriteResult(response, outcome.last_offset, True)
+        return WriteResult(response, outcome.last_offset, True, outcome.response)
 
     async def _speculative_image(self, deadline: float) -> MetadataImage:
         """The image to validate against; after a failure or a new election, rebuilt from the
@@ -336,7 +345,7 @@ class QuorumController:
         self._speculative = delta.apply(MetadataProvenance(base.offset + len(records), epoch))
         self.raft.state_machine.offer_staged(key, base, self._speculative, batch.records)
         loop = asyncio.get_running_loop()
-        pending = _Pending(batch, loop.create_future())
+        pending = _Pending(batch, loop.create_future(), response)
         self._queue.append(pending)
         self._staged[key] = pending
         self._drained.clear()
