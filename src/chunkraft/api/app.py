@@ -12,29 +12,37 @@ from fastapi.responses import JSONResponse
 from chunkraft.api import controller_routes, quorum, stream
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import install_error_handlers
+from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
 
 __all__ = ["create_app"]
 
 
-def create_app(context: ControllerContext, *, monitor_sessions: bool = True) -> FastAPI:
-    """The FastAPI application of one controller node; nothing is built at import time."""
+def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
+               freeze_heap: bool = False) -> FastAPI:
+    """The FastAPI application of one controller node; nothing is built at import time.
+
+    ``freeze_heap`` (for the controller process, not for tests sharing a process) runs
+    :func:`~chunkraft.controller.heap_freezer.run_heap_freezer`.
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await context.controller.start()
-        monitor = None
+        tasks = []
         if monitor_sessions:
-            monitor = asyncio.create_task(
+            tasks.append(asyncio.create_task(
                 run_session_monitor(context.controller, context.heartbeats,
-                                    monotonic=context.monotonic))
+                                    monotonic=context.monotonic)))
+        if freeze_heap:
+            tasks.append(asyncio.create_task(run_heap_freezer()))
         try:
             yield
         finally:
-            if monitor is not None:
-                monitor.cancel()
+            for task in tasks:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await monitor
+                    await task
             await context.aclose()
 
     app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan)

@@ -70,7 +70,7 @@ def run_controller(config: ControllerConfig) -> int:
             super_users=config.super_users,
             forward_timeout=config.request_timeout_ms / 1000,
         )
-        app = create_app(context)
+        app = create_app(context, freeze_heap=True)
         listener = config.listeners
         server = uvicorn.Server(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",

@@ -71,6 +71,11 @@ class WriteResult(Generic[T]):
     """The response as JSON when the quorum already holds it that way (saves encoding twice)."""
 
 
+def _retrieve_exception(future: asyncio.Future[BatchOutcome]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _Pending:
     """A batch waiting for its Raft entry, with the future its writer awaits."""
 
@@ -346,6 +351,9 @@ class QuorumController:
         self.raft.state_machine.offer_staged(key, base, self._speculative, batch.records)
         loop = asyncio.get_running_loop()
         pending = _Pending(batch, loop.create_future(), response)
+        # A writer that timed out no longer awaits its future: retrieve its exception anyway,
+        # or asyncio logs "Future exception was never retrieved" for each.
+        pending.future.add_done_callback(_retrieve_exception)
         self._queue.append(pending)
         self._staged[key] = pending
         self._drained.clear()

@@ -12,6 +12,7 @@ second one. It never raises: the state machine returns errors as values.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -291,6 +292,7 @@ class RaftNode:
             logger.critical("%s", self.state_machine.failure)
             raise
         self.state_machine.restore(image, header.keys)
+        gc.freeze()  # the image is long-lived and acyclic: keep it out of full collections
         logger.info("Raft dump loaded at offset %d", image.offset)
         return header.last_entry, header.previous_entry, set()
 
