@@ -35,7 +35,8 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
                 run_session_monitor(context.controller, context.heartbeats,
                                     monotonic=context.monotonic)))
         if freeze_heap:
-            tasks.append(asyncio.create_task(run_heap_freezer()))
+            controller = context.controller
+            tasks.append(asyncio.create_task(run_heap_freezer(lambda: controller.image.offset)))
         try:
             yield
         finally:

@@ -9,11 +9,44 @@ import gc
 from chunkraft.controller.heap_freezer import run_heap_freezer
 
 
+def test_the_heap_is_frozen_only_once_the_log_has_grown_enough() -> None:
+    offset = [200]
+
+    async def main() -> tuple[int, int, int]:
+        gc.unfreeze()
+        kept = [object() for _ in range(1000)]
+        task = asyncio.create_task(
+            run_heap_freezer(lambda: offset[0], interval=0.01, min_records=100))
+        try:
+            await asyncio.sleep(0.05)  # 200 records since "never": the first tick freezes
+            first = gc.get_freeze_count()
+            gc.unfreeze()
+            offset[0] = 250  # 50 more: not enough growth since that freeze
+            await asyncio.sleep(0.05)
+            small = gc.get_freeze_count()
+            offset[0] = 400  # 200 more: freeze again
+            await asyncio.sleep(0.05)
+            return first, small, gc.get_freeze_count()
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            del kept
+
+    try:
+        first, after_small_growth, after_large_growth = asyncio.run(main())
+        assert first >= 1000
+        assert after_small_growth == 0
+        assert after_large_growth >= 1000
+    finally:
+        gc.unfreeze()
+
+
 def test_objects_alive_at_a_tick_are_frozen() -> None:
     async def main() -> int:
         gc.unfreeze()
         kept = [object() for _ in range(1000)]
-        task = asyncio.create_task(run_heap_freezer(interval=0.01))
+        task = asyncio.create_task(run_heap_freezer(lambda: 10**6, interval=0.01))
         try:
             for _ in range(200):  # bounded: at most about 2 s
                 await asyncio.sleep(0.01)
