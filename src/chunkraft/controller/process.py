@@ -74,7 +74,8 @@ def run_controller(config: ControllerConfig) -> int:
         listener = config.listeners
         server = uvicorn.Server(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
-            access_log=False, lifespan="on", timeout_graceful_shutdown=10))
+            access_log=False, proxy_headers=False, lifespan="on",
+            timeout_graceful_shutdown=10))
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)
