@@ -23,8 +23,8 @@ The life of a chunk (DESIGN.md sections 3 and 4):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.controller.operations.placement import (
@@ -310,30 +310,45 @@ def alter_chunk_assignments(
     copy the chunk and report IN_SYNC (:func:`chunk_replica_state`). ``validate_only`` writes
     nothing.
     """
-    keys = Counter((c.topic_name, c.partition_id, c.start_offset) for c in request.chunks)
+    records, outcomes = _each_chunk(
+        request.chunks, lambda item, budget: _reassign(image, item, budget))
+    results = [AlterChunkAssignmentResult(
+        topic_name=item.topic_name, partition_id=item.partition_id,
+        start_offset=item.start_offset,
+        error_code=error.code if error else 0,
+        error_message=error.message if error else None) for item, error in outcomes]
+    response = AlterChunkAssignmentsResponse(results=tuple(results))
+    return ControllerResult.of(response, () if request.validate_only else records)
+
+
+ChunkItem = TypeVar("ChunkItem", AlterChunkAssignment, ChunkReplicaStateItem)
+
+
+def _each_chunk(
+    items: Sequence[ChunkItem],
+    change: Callable[[ChunkItem, RecordBudget], ChunkChangeRecord | None],
+) -> tuple[list[Any], list[tuple[ChunkItem, ApiException | None]]]:
+    """Runs ``change`` on each item of a request naming chunks, each on its own: a chunk named
+    twice is refused (INVALID_REQUEST); returns the records and each item's error or None."""
+    keys = Counter((c.topic_name, c.partition_id, c.start_offset) for c in items)
     budget = RecordBudget()
     records: list[Any] = []
-    results: list[AlterChunkAssignmentResult] = []
-    for item in request.chunks:
+    outcomes: list[tuple[ChunkItem, ApiException | None]] = []
+    for item in items:
         error: ApiException | None = None
         try:
             key = (item.topic_name, item.partition_id, item.start_offset)
             if keys[key] > 1:
                 raise Errors.INVALID_REQUEST.exception(f"Duplicate chunk {_chunk_label(*key)}.")
-            record = _reassign(image, item, budget)
+            record = change(item, budget)
         except ApiException as exc:
             error = exc
         else:
             if record is not None:
                 budget.spend(1)
                 records.append(record)
-        results.append(AlterChunkAssignmentResult(
-            topic_name=item.topic_name, partition_id=item.partition_id,
-            start_offset=item.start_offset,
-            error_code=error.code if error else 0,
-            error_message=error.message if error else None))
-    response = AlterChunkAssignmentsResponse(results=tuple(results))
-    return ControllerResult.of(response, () if request.validate_only else records)
+        outcomes.append((item, error))
+    return records, outcomes
 
 
 def _chunk_label(name: str, partition_id: int, start_offset: int) -> str:
@@ -454,24 +469,10 @@ def chunk_replica_state(
         refused = tuple(_state_result(item, exc) for item in request.chunks)
         return ControllerResult.of(ChunkReplicaStateResponse(
             error_code=exc.code, error_message=exc.message, results=refused))
-    keys = Counter((c.topic_name, c.partition_id, c.start_offset) for c in request.chunks)
-    budget = RecordBudget()
-    records: list[Any] = []
-    results: list[ChunkReplicaStateResult] = []
-    for item in request.chunks:
-        error: ApiException | None = None
-        try:
-            key = (item.topic_name, item.partition_id, item.start_offset)
-            if keys[key] > 1:
-                raise Errors.INVALID_REQUEST.exception(f"Duplicate chunk {_chunk_label(*key)}.")
-            record = _replica_state(image, request.broker_id, item, budget)
-        except ApiException as exc:
-            error = exc
-        else:
-            if record is not None:
-                budget.spend(1)
-                records.append(record)
-        results.append(_state_result(item, error))
+    records, outcomes = _each_chunk(
+        request.chunks,
+        lambda item, budget: _replica_state(image, request.broker_id, item, budget))
+    results = [_state_result(item, error) for item, error in outcomes]
     return ControllerResult.of(ChunkReplicaStateResponse(results=tuple(results)), records)
 
 
