@@ -1,7 +1,8 @@
 """``chunkraft demo``: the KIP-1114 chunk lifecycle, told through records, images and a snapshot.
 
-Until the replicated controller lands (issue 3), the demo runs the record and image layers in
-this process: it builds the metadata a controller would commit for the KIP's scenario (a topic
+The record and image layers alone, in this process (``chunkraft cluster --demo`` tells the
+story against a real quorum): it builds the metadata a controller would commit for the KIP's
+scenario (a topic
 on broker 0, a chunk cut to broker 1, the first chunk moved to broker 2, an expansion with
 KIP-253's epochs), shows what each broker's ReplicaManager would be asked to do, then writes a
 snapshot, loads it back and compares hashes.
@@ -145,8 +146,8 @@ def _summarize(changes: LocalReplicaChanges) -> str:
 def run_demo(data_dir: Path, out: TextIO) -> int:
     """Runs the story; writes the snapshot under ``data_dir``. Returns an exit status."""
     story = _Story(out)
-    story.say("chunkraft demo: the record and image layers (the Raft controller, REST API and")
-    story.say("brokers arrive in later issues; this runs in one process, on embedded defaults).")
+    story.say("chunkraft demo: the record and image layers, in one process (`chunkraft cluster")
+    story.say("--demo` runs the story against a real controller quorum).")
 
     story.commit("Three brokers register", [
         RegisterBrokerRecord(broker_id=b, broker_epoch=b, rack=f"rack-{b}", fenced=False,
@@ -213,7 +214,7 @@ def register(commands: Subcommands) -> None:
     """Adds ``chunkraft demo``."""
     parser = commands.add_parser(
         "demo",
-        help="run the chunk lifecycle demo on embedded defaults",
+        help="the chunk lifecycle told through records and images, in one process",
         description=__doc__,
     )
     parser.add_argument("--data-dir", type=Path, default=None,
