@@ -17,8 +17,9 @@ from chunkraft.controller.raft import BatchOutcome, BatchStatus, ProposalError, 
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
-from tests.support.raft import batch, free_ports, key, topic_record, wait_until
+from tests.support.raft import batch, key, topic_record, wait_until
 
 # pysyncobj 0.3.17 leaves files to the garbage collector: MetaStorer.getMeta reads journal.meta
 # with open(...).read(), and Serializer.getTransmissionData never closes the dump it streams.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -55,18 +54,6 @@ def batch(
         tuple(encode_record(record) for record in records),
         response,
     )
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 now: bind to port 0 (all at once, so they differ), read, close."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, message: str) -> None:

@@ -17,8 +17,9 @@ from chunkraft.controller.raft import BatchStatus
 from chunkraft.controller.raft.dump import write_dump
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
-from tests.support.raft import batch, free_ports, topic_record, wait_until
+from tests.support.raft import batch, topic_record, wait_until
 from tests.unit.controller.raft.test_dump import sample_image
 
 PROPOSED = 6
