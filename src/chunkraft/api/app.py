@@ -9,9 +9,11 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from chunkraft.api import controller_routes, quorum, stream
+from chunkraft.api import controller_routes, quorum, stream, v3
+from chunkraft.api.authentication import install_authentication
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import install_error_handlers
+from chunkraft.api.metrics import install_metrics
 from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
 
@@ -49,6 +51,10 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan)
     app.state.context = context
     install_error_handlers(app)
+    # Middleware runs outermost-last-added: metrics see every answer, 401s included.
+    install_authentication(app)
+    install_metrics(app)
+    app.include_router(v3.router)
     app.include_router(controller_routes.router)
     app.include_router(stream.router)
     app.include_router(quorum.router)

@@ -12,6 +12,7 @@ import httpx
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
+from chunkraft.security.authorizer import Authorizer
 
 __all__ = ["FORWARDING_CLIENTS", "ControllerContext"]
 
@@ -33,6 +34,8 @@ class ControllerContext:
     controller_urls: dict[int, str]
     heartbeats: BrokerHeartbeatTracker
     super_users: tuple[str, ...] = ()
+    authorizer: Authorizer | None = None
+    """None only for in-process tests of other layers: every request is then allowed."""
     monotonic: Callable[[], float] = time.monotonic
     forward_timeout: float = 30.0
     _client: httpx.AsyncClient | None = field(default=None, repr=False)

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from chunkraft.api.authorized import (
+    alter_chunk_assignments_as,
+    create_chunks_as,
+    create_partitions_as,
+    create_topics_as,
+    delete_topics_as,
+    describe_as,
+)
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.rpc import add_read_route, add_write_route
 from chunkraft.controller.image import MetadataImage
-from chunkraft.controller.operations import acls, brokers, producer_ids, topics
+from chunkraft.controller.operations import acls, brokers, producer_ids
 from chunkraft.controller.operations.alter_partition import alter_partition
-from chunkraft.controller.operations.chunks import (
-    alter_chunk_assignments,
-    chunk_replica_state,
-    create_chunks,
-)
-from chunkraft.controller.operations.create_partitions import create_partitions
+from chunkraft.controller.operations.chunks import chunk_replica_state
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.protocol.acls import (
     CreateAclsRequest,
@@ -60,6 +63,7 @@ from chunkraft.protocol.topics import (
     MetadataRequest,
     MetadataResponse,
 )
+from chunkraft.security.principal import Principal
 
 __all__ = ["router"]
 
@@ -69,7 +73,8 @@ router = APIRouter(prefix="/controller/v1", tags=["controller RPC"])
 # ---------------------------------------------------------------- brokers
 
 
-def _register(context: ControllerContext, request: BrokerRegistrationRequest
+def _register(context: ControllerContext, principal: Principal,
+              request: BrokerRegistrationRequest
               ) -> Operation[BrokerRegistrationResponse]:
     def operation(image: MetadataImage) -> ControllerResult[BrokerRegistrationResponse]:
         result = brokers.register_broker(
@@ -83,7 +88,8 @@ def _register(context: ControllerContext, request: BrokerRegistrationRequest
     return operation
 
 
-def _heartbeat(context: ControllerContext, request: BrokerHeartbeatRequest
+def _heartbeat(context: ControllerContext, principal: Principal,
+               request: BrokerHeartbeatRequest
                ) -> Operation[BrokerHeartbeatResponse]:
     def operation(image: MetadataImage) -> ControllerResult[BrokerHeartbeatResponse]:
         result = brokers.broker_heartbeat(image, request)
@@ -95,7 +101,8 @@ def _heartbeat(context: ControllerContext, request: BrokerHeartbeatRequest
     return operation
 
 
-def _unregister(context: ControllerContext, request: UnregisterBrokerRequest
+def _unregister(context: ControllerContext, principal: Principal,
+                request: UnregisterBrokerRequest
                 ) -> Operation[UnregisterBrokerResponse]:
     def operation(image: MetadataImage) -> ControllerResult[UnregisterBrokerResponse]:
         result = brokers.unregister_broker(image, request)
@@ -113,46 +120,54 @@ add_write_route(router, "/broker-heartbeat", BrokerHeartbeatRequest, BrokerHeart
 add_write_route(router, "/unregister-broker", UnregisterBrokerRequest, UnregisterBrokerResponse,
                 _unregister, summary="UnregisterBroker")
 add_write_route(router, "/alter-partition", AlterPartitionRequest, AlterPartitionResponse,
-                lambda context, request: lambda image: alter_partition(image, request),
+                lambda context, principal, request: lambda image: alter_partition(image, request),
                 summary="AlterPartition (ISR changes from the leader)")
 add_write_route(router, "/allocate-producer-ids", AllocateProducerIdsRequest,
                 AllocateProducerIdsResponse,
-                lambda context, request: lambda image: producer_ids.allocate_producer_ids(
-                    image, request), summary="AllocateProducerIds (blocks of 1000)")
+                lambda context, principal, request: lambda image: (
+                    producer_ids.allocate_producer_ids(image, request)),
+                summary="AllocateProducerIds (blocks of 1000)")
 
 # ---------------------------------------------------------------- topics
 
 add_write_route(router, "/create-topics", CreateTopicsRequest, CreateTopicsResponse,
-                lambda context, request: lambda image: topics.create_topics(image, request),
+                lambda context, principal, request: create_topics_as(
+                    principal, context.authorizer, request),
                 summary="CreateTopics")
 add_write_route(router, "/delete-topics", DeleteTopicsRequest, DeleteTopicsResponse,
-                lambda context, request: lambda image: topics.delete_topics(image, request),
+                lambda context, principal, request: delete_topics_as(
+                    principal, context.authorizer, request),
                 summary="DeleteTopics")
 
 add_write_route(router, "/create-partitions", CreatePartitionsRequest, CreatePartitionsResponse,
-                lambda context, request: lambda image: create_partitions(image, request),
+                lambda context, principal, request: create_partitions_as(
+                    principal, context.authorizer, request),
                 summary="CreatePartitions (KIP-195, with KIP-253 epochs)")
 
 # ---------------------------------------------------------------- chunks (KIP-1114)
 
 add_write_route(router, "/create-chunks", CreateChunksRequest, CreateChunksResponse,
-                lambda context, request: lambda image: create_chunks(image, request),
+                lambda context, principal, request: create_chunks_as(
+                    principal, context.authorizer, request),
                 summary="CreateChunks: cut the active chunk at the offsets its leader read")
 add_write_route(router, "/alter-chunk-assignments", AlterChunkAssignmentsRequest,
                 AlterChunkAssignmentsResponse,
-                lambda context, request: lambda image: alter_chunk_assignments(image, request),
+                lambda context, principal, request: alter_chunk_assignments_as(
+                    principal, context.authorizer, request),
                 summary="AlterChunkAssignments: move the replicas of inactive chunks")
 add_write_route(router, "/chunk-replica-state", ChunkReplicaStateRequest,
                 ChunkReplicaStateResponse,
-                lambda context, request: lambda image: chunk_replica_state(image, request),
+                lambda context, principal, request: lambda image: chunk_replica_state(
+                    image, request),
                 summary="A broker reports a chunk copy complete, or drops its replica")
 
 
-def _metadata(context: ControllerContext, image: MetadataImage, request: MetadataRequest
-              ) -> MetadataResponse:
+def _metadata(context: ControllerContext, principal: Principal, image: MetadataImage,
+              request: MetadataRequest) -> MetadataResponse:
     leader = context.controller.leader_id()
-    return topics.describe(image, request, cluster_id=context.cluster_id_text,
-                           controller_id=-1 if leader is None else leader).response
+    return describe_as(image, principal, context.authorizer, request,
+                       cluster_id=context.cluster_id_text,
+                       controller_id=-1 if leader is None else leader)
 
 
 add_read_route(router, "/metadata", MetadataRequest, MetadataResponse, _metadata,
@@ -161,11 +176,12 @@ add_read_route(router, "/metadata", MetadataRequest, MetadataResponse, _metadata
 # ---------------------------------------------------------------- ACLs
 
 add_write_route(router, "/create-acls", CreateAclsRequest, CreateAclsResponse,
-                lambda context, request: lambda image: acls.create_acls(image, request),
+                lambda context, principal, request: lambda image: acls.create_acls(image, request),
                 summary="CreateAcls")
 add_write_route(router, "/delete-acls", DeleteAclsRequest, DeleteAclsResponse,
-                lambda context, request: lambda image: acls.delete_acls(image, request),
+                lambda context, principal, request: lambda image: acls.delete_acls(image, request),
                 summary="DeleteAcls")
 add_read_route(router, "/describe-acls", DescribeAclsRequest, DescribeAclsResponse,
-               lambda context, image, request: acls.describe_acls(image, request).response,
+               lambda context, principal, image, request: acls.describe_acls(
+                   image, request).response,
                summary="DescribeAcls")

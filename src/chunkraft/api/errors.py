@@ -10,11 +10,17 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from chunkraft.error_codes import ApiException, Errors
 
-__all__ = ["error_response", "http_status_of", "install_error_handlers", "validation_message"]
+__all__ = [
+    "ErrorBody",
+    "error_response",
+    "http_status_of",
+    "install_error_handlers",
+    "validation_message",
+]
 
 _STATUS: dict[Errors, int] = {
     Errors.INVALID_REQUEST: 400,
@@ -29,6 +35,14 @@ _STATUS: dict[Errors, int] = {
     Errors.METADATA_LOG_CORRUPT: 500,
     Errors.UNKNOWN_SERVER_ERROR: 500,
 }
+
+
+class ErrorBody(BaseModel):
+    """The body of every whole-request error (Confluent's shape, with Kafka's error name)."""
+
+    error_code: int
+    error_name: str
+    message: str
 
 
 def http_status_of(error: Errors) -> int:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ValidationError
 
+from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
-from chunkraft.api.errors import error_response, validation_message
+from chunkraft.api.errors import ErrorBody, error_response, validation_message
 from chunkraft.api.forwarding import (
     FORWARDED_HEADER,
     IDEMPOTENCY_HEADER,
@@ -29,8 +31,18 @@ from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.raft.entry import IDEMPOTENCY_KEY_SIZE
 from chunkraft.controller.result import Operation
 from chunkraft.error_codes import ApiException, Errors
+from chunkraft.security.principal import Principal
 
-__all__ = ["MAX_BODY_BYTES", "add_read_route", "add_write_route", "idempotency_key_of"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "WriteOutcome",
+    "add_read_route",
+    "add_write_route",
+    "committed_image",
+    "execute_write",
+    "idempotency_key_of",
+    "read_request_body",
+]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_READ_WAIT = 30.0
@@ -38,8 +50,12 @@ MAX_READ_WAIT = 30.0
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
 
-OperationFactory = Callable[[ControllerContext, Req], Operation[Resp]]
-"""Binds a parsed request (and the node's context) into an operation on an image."""
+OperationFactory = Callable[[ControllerContext, Principal, Req], Operation[Resp] | Response]
+"""Binds a parsed request, its principal and the node's context into an operation on an image;
+or answers at once (e.g. 403 for a principal that may not make the request at all)."""
+
+ReadFunction = Callable[[ControllerContext, Principal, MetadataImage, Req], Resp | Response]
+"""Answers a parsed read request of a principal from a committed image (or with an error)."""
 
 
 def idempotency_key_of(request: Request, body: bytes) -> bytes:
@@ -93,6 +109,60 @@ def _json(response: BaseModel, offset: int) -> Response:
                     headers={OFFSET_HEADER: str(offset)})
 
 
+@dataclass(frozen=True)
+class WriteOutcome(Generic[Resp]):
+    """A write this node committed as the leader: the response, its offset and its JSON."""
+
+    response: Resp
+    offset: int
+    response_json: bytes | None
+
+
+async def read_request_body(request: Request) -> bytes | Response:
+    """The body, or a 413 answer when it is over :data:`MAX_BODY_BYTES`."""
+    return await _read_body(request)
+
+
+async def execute_write(
+    request: Request,
+    body: bytes,
+    operation: Operation[Resp],
+    response_model: type[Resp],
+) -> WriteOutcome[Resp] | Response:
+    """Runs ``operation`` on the leader: here if this node leads, else by forwarding.
+
+    A forwarded request comes back as the leader's whole HTTP answer (a ``Response``, passed on
+    as it is: the leader ran this same route); a write committed here comes back as a
+    :class:`WriteOutcome` for the route to shape. The idempotency key is derived from the
+    client's ``Idempotency-Key``, the path and ``body`` (:func:`idempotency_key_of`).
+    """
+    context: ControllerContext = request.app.state.context
+    key = idempotency_key_of(request, body)
+    if not context.controller.is_leader():
+        return await forward_to_leader(context, request, body, key)
+    try:
+        result = await context.controller.write(operation, response_model, idempotency_key=key)
+    except ApiException as error:
+        if error.error is Errors.NOT_CONTROLLER:  # lost leadership on the way
+            return await forward_to_leader(context, request, body, key)
+        raise
+    return WriteOutcome(result.response, result.offset, result.response_json)
+
+
+async def committed_image(request: Request, min_offset: int, wait_ms: int
+                          ) -> MetadataImage | Response:
+    """This node's committed image once it has applied ``min_offset`` (-1: at once), or a 503
+    answer naming both offsets when it has not within ``wait_ms`` (capped at 30 s)."""
+    context: ControllerContext = request.app.state.context
+    if min_offset >= 0 and not await context.controller.wait_for_offset(
+            min_offset, min(max(wait_ms, 0) / 1000, MAX_READ_WAIT)):
+        return error_response(
+            Errors.REQUEST_TIMED_OUT,
+            f"this controller has applied offset {context.controller.image.offset}, not yet "
+            f"{min_offset}; retry or ask another controller", 503)
+    return context.controller.image
+
+
 def add_write_route(
     router: APIRouter,
     path: str,
@@ -112,23 +182,20 @@ def add_write_route(
         parsed = _parse(request_model, body)
         if isinstance(parsed, Response):
             return parsed
-        key = idempotency_key_of(request, body)
-        if not context.controller.is_leader():
-            return await forward_to_leader(context, request, body, key)
-        try:
-            result = await context.controller.write(
-                make_operation(context, parsed), response_model, idempotency_key=key)
-        except ApiException as error:
-            if error.error is Errors.NOT_CONTROLLER:  # lost leadership on the way
-                return await forward_to_leader(context, request, body, key)
-            raise
-        if result.response_json is not None:
-            return Response(content=result.response_json, media_type="application/json",
-                            headers={OFFSET_HEADER: str(result.offset)})
-        return _json(result.response, result.offset)
+        operation = make_operation(context, principal_of(request), parsed)
+        if isinstance(operation, Response):
+            return operation
+        outcome = await execute_write(request, body, operation, response_model)
+        if isinstance(outcome, Response):
+            return outcome
+        if outcome.response_json is not None:
+            return Response(content=outcome.response_json, media_type="application/json",
+                            headers={OFFSET_HEADER: str(outcome.offset)})
+        return _json(outcome.response, outcome.offset)
 
     router.add_api_route(path, handler, methods=["POST"], summary=summary,
-                         response_model=None, openapi_extra=_body_schema(request_model))
+                         response_model=None, openapi_extra=_body_schema(request_model),
+                         responses=_responses(response_model))
 
 
 def add_read_route(
@@ -136,7 +203,7 @@ def add_read_route(
     path: str,
     request_model: type[Req],
     response_model: type[Resp],
-    read: Callable[[ControllerContext, MetadataImage, Req], Resp],
+    read: ReadFunction[Req, Resp],
     *,
     summary: str,
 ) -> None:
@@ -150,17 +217,24 @@ def add_read_route(
         parsed = _parse(request_model, body)
         if isinstance(parsed, Response):
             return parsed
-        if min_offset >= 0 and not await context.controller.wait_for_offset(
-                min_offset, min(max(wait_ms, 0) / 1000, MAX_READ_WAIT)):
-            return error_response(
-                Errors.REQUEST_TIMED_OUT,
-                f"this controller has applied offset {context.controller.image.offset}, not yet "
-                f"{min_offset}; retry or ask another controller", 503)
-        image = context.controller.image
-        return _json(read(context, image, parsed), image.offset)
+        image = await committed_image(request, min_offset, wait_ms)
+        if isinstance(image, Response):
+            return image
+        answer = read(context, principal_of(request), image, parsed)
+        if isinstance(answer, Response):
+            return answer
+        return _json(answer, image.offset)
 
     router.add_api_route(path, handler, methods=["POST"], summary=summary, response_model=None,
-                         openapi_extra=_body_schema(request_model))
+                         openapi_extra=_body_schema(request_model),
+                         responses=_responses(response_model))
+
+
+def _responses(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    return {200: {"model": model, "description": "The operation's response (per-item errors "
+                  "inside)."},
+            "4XX": {"model": ErrorBody, "description": "The whole request failed."},
+            "5XX": {"model": ErrorBody, "description": "No leader, or a timeout; retry."}}
 
 
 def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
