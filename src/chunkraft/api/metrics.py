@@ -1,14 +1,299 @@
 """Prometheus metrics of a controller node: ``GET /metrics``.
 
-STUB (being built): ``install_metrics`` will add the request middleware and the route.
+Two sources, both exposed from one :class:`~prometheus_client.CollectorRegistry` per app (not
+the process-global one: tests build several apps in one process, and a registry holds state):
+
+- every HTTP request, counted and timed by a pure-ASGI middleware, labelled by the matched
+  route's template (``/v3/clusters/{cluster_id}/topics/{topic_name}``, never the raw path, so
+  label cardinality stays bounded by the routes), method and status;
+- the node's state, read when scraped: Raft commit index, leader, leader changes, metadata
+  offset, image size, writes in flight.
+
+The middleware keeps its own counters (plain dicts, updated on the event loop thread) and turns
+them into metric families only when scraped: prometheus_client's labelled children take a lock
+and validate labels on every observation, which costs more than the rest of the middleware.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import bisect
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-__all__ = ["install_metrics"]
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.registry import Collector
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from chunkraft.api.authentication import principal_of
+from chunkraft.api.context import ControllerContext
+from chunkraft.api.errors import ErrorBody, error_response
+from chunkraft.controller.image import MetadataImage
+from chunkraft.error_codes import Errors
+from chunkraft.protocol.acls import AclOperation
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "METRICS_CONTENT_TYPE",
+    "UNMATCHED",
+    "NodeCollector",
+    "RequestMetricsMiddleware",
+    "RequestStats",
+    "install_metrics",
+]
+
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+"""Upper bounds (seconds) of the latency histogram; reads of the image take well under a
+millisecond, commits a few, a describe of 10,000 partitions a hundred or more."""
+
+UNMATCHED = "unmatched"
+"""The route label of a request that matches no route (one label for every unknown path)."""
+
+METRICS_CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""Prometheus' text exposition format 0.0.4 (what every Prometheus version scrapes)."""
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_CLIENT_CLOSED = 499  # nginx's status for a request whose client went away before the answer
+
+
+class RequestStats:
+    """Request counts and latency histograms by (route template, method, status).
+
+    Not thread-safe: only the event loop thread observes (the middleware) and reads (a scrape,
+    served on the same loop), so no lock is needed.
+    """
+
+    def __init__(self, buckets: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.buckets = buckets
+        # key -> [count, sum of seconds, then one count per bucket (not cumulative), +Inf last]
+        self._series: dict[tuple[str, str, str], list[float]] = {}
+        self.in_progress = 0
+
+    def observe(self, route: str, method: str, status: int, seconds: float) -> None:
+        key = (route, method, str(status))
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = [0.0] * (len(self.buckets) + 3)
+        series[0] += 1
+        series[1] += seconds
+        series[2 + bisect.bisect_left(self.buckets, seconds)] += 1
+
+    def count(self, route: str, method: str, status: int) -> int:
+        series = self._series.get((route, method, str(status)))
+        return 0 if series is None else int(series[0])
+
+    def families(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "chunkraft_http_requests", "HTTP requests answered, by route template, method "
+            "and status", labels=("route", "method", "status"))
+        latency = HistogramMetricFamily(
+            "chunkraft_http_request_duration_seconds", "Time from a request's arrival to the "
+            "end of its answer, by route template, method and status",
+            labels=("route", "method", "status"))
+        bounds = [*(_float_text(bound) for bound in self.buckets), "+Inf"]
+        for key, series in sorted(self._series.items()):
+            requests.add_metric(key, series[0])
+            cumulative, running = [], 0.0
+            for bound, count in zip(bounds, series[2:], strict=True):
+                running += count
+                cumulative.append((bound, running))
+            latency.add_metric(list(key), cumulative, series[1])
+        yield requests
+        yield latency
+        yield GaugeMetricFamily("chunkraft_http_requests_in_progress",
+                                "HTTP requests received and not yet answered",
+                                value=self.in_progress)
+
+
+def _float_text(value: float) -> str:
+    return repr(float(value))
+
+
+class RequestMetricsMiddleware:
+    """Pure-ASGI middleware that times every HTTP request into a :class:`RequestStats`.
+
+    The route label is the template of the route that handled the request (Starlette puts it
+    in ``scope["route"]``); a request answered before routing (a 401 of the authentication
+    middleware) is matched against the app's routes here, and one that matches none is
+    labelled :data:`UNMATCHED`. Costs a few microseconds per request (measured in
+    tests/unit/api/test_metrics.py and bench/RESULTS.md).
+    """
+
+    def __init__(self, app: ASGIApp, stats: RequestStats) -> None:
+        self.app = app
+        self.stats = stats
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        stats = self.stats
+        stats.in_progress += 1
+        try:
+            await self.app(scope, receive, send_status)
+        except BaseException as error:
+            if not status:
+                status = 500 if isinstance(error, Exception) else _CLIENT_CLOSED
+            raise
+        finally:
+            stats.in_progress -= 1
+            method = scope["method"]
+            stats.observe(route_template(scope), method if method in _METHODS else "other",
+                          status or _CLIENT_CLOSED, time.perf_counter() - started)
+
+
+def route_template(scope: Scope) -> str:
+    """The path template of the route that matches ``scope`` (after the app ran), or
+    :data:`UNMATCHED`."""
+    route = scope.get("route")
+    if route is None:
+        route = _match_route(scope)
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED
+
+
+def _match_route(scope: Scope) -> BaseRoute | None:
+    app = scope.get("app")
+    routes: Iterable[BaseRoute] = getattr(getattr(app, "router", None), "routes", ())
+    partial = None
+    for route in routes:
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            return route
+        if match is Match.PARTIAL and partial is None:
+            partial = route
+    return partial
+
+
+class NodeCollector(Collector):
+    """The controller node's state, read from its context when scraped.
+
+    Image sizes are counted once per image (images are immutable; counting the chunks walks
+    every partition, which a scrape every few seconds of a 1,000,000-partition image should
+    not repeat while nothing changed).
+    """
+
+    def __init__(self, context: ControllerContext) -> None:
+        self.context = context
+        self._sized: MetadataImage | None = None
+        self._sizes: dict[str, int] = {}
+
+    def image_sizes(self, image: MetadataImage) -> dict[str, int]:
+        if image is not self._sized:
+            fenced = sum(1 for broker in image.brokers if broker.fenced)
+            self._sizes = {
+                "brokers": len(image.brokers),
+                "fenced_brokers": fenced,
+                "topics": len(image.topics),
+                "partitions": image.topics.partition_count(),
+                "chunks": image.topics.chunk_count(),
+                "acls": len(image.acls),
+            }
+            self._sized = image
+        return self._sizes
+
+    def collect(self) -> Iterator[Metric]:
+        context = self.context
+        controller = context.controller
+        status = controller.raft.status()
+        image = controller.image
+        yield _gauge("chunkraft_raft_commit_index", "The Raft log index this node knows "
+                     "committed", status.commit_index)
+        yield _gauge("chunkraft_raft_last_applied_index", "The last Raft log index this node "
+                     "applied to its image", status.last_applied_index)
+        yield _gauge("chunkraft_raft_epoch", "The current Raft term (Kafka's leader epoch of "
+                     "the metadata log)", status.epoch)
+        yield _gauge("chunkraft_raft_has_quorum", "1 if this node is in touch with a majority",
+                     int(status.has_quorum))
+        yield _gauge("chunkraft_raft_leader_id", "The node id of the Raft leader this node "
+                     "knows, -1 if none", -1 if status.leader_id is None else status.leader_id)
+        yield _gauge("chunkraft_raft_is_leader", "1 if this node leads the quorum",
+                     int(controller.is_leader()))
+        yield CounterMetricFamily("chunkraft_raft_leader_changes", "Times this node gained or "
+                                  "lost the leadership since it started",
+                                  value=controller.leader_changes)
+        yield _gauge("chunkraft_metadata_offset", "The last metadata log offset in this node's "
+                     "image", image.offset)
+        yield _gauge("chunkraft_metadata_failed", "1 if this node stopped applying the log "
+                     "(see /readyz)", int(status.failure is not None))
+        sizes = GaugeMetricFamily("chunkraft_image_size", "Entities in this node's metadata "
+                                  "image, by kind", labels=("kind",))
+        for kind, count in self.image_sizes(image).items():
+            sizes.add_metric((kind,), count)
+        yield sizes
+        yield _gauge("chunkraft_controller_entries_in_flight", "Raft entries this node "
+                     "proposed that are not yet committed and applied",
+                     controller.entries_in_flight)
+        yield _gauge("chunkraft_controller_writes_queued", "Writes validated and waiting for "
+                     "room among the entries in flight", controller.writes_queued)
+        info = GaugeMetricFamily("chunkraft_controller_info", "This controller's ids (always 1)",
+                                 labels=("node_id", "cluster_id"))
+        info.add_metric((str(context.node_id), context.cluster_id_text), 1)
+        yield info
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+class _StatsCollector(Collector):
+    def __init__(self, stats: RequestStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        return self.stats.families()
+
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+          "description": "Prometheus text exposition format 0.0.4"},
+    401: {"model": ErrorBody, "description": "No or invalid credentials"},
+    403: {"model": ErrorBody, "description": "The principal may not DESCRIBE the cluster"},
+}
 
 
 def install_metrics(app: FastAPI) -> None:
-    """Adds the request-metrics middleware and ``GET /metrics`` to ``app``."""
+    """Adds the request-metrics middleware and ``GET /metrics`` to ``app``.
+
+    ``app.state.metrics`` is the app's :class:`RequestStats`, ``app.state.metrics_registry`` its
+    registry. The controller's state is registered when the app has a context
+    (``app.state.context``, set by ``create_app`` before this is called).
+    """
+    stats = RequestStats()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_StatsCollector(stats))
+    context: ControllerContext | None = getattr(app.state, "context", None)
+    if context is not None:
+        registry.register(NodeCollector(context))
+    app.state.metrics = stats
+    app.state.metrics_registry = registry
+    app.add_middleware(RequestMetricsMiddleware, stats=stats)
+
+    @app.get("/metrics", tags=["health"], response_class=Response, responses=_RESPONSES,
+             summary="Prometheus metrics: requests, Raft, image size (DESCRIBE on the cluster)")
+    async def metrics(request: Request) -> Response:
+        authorizer = context.authorizer if context is not None else None
+        if authorizer is not None and context is not None and not authorizer.authorize_cluster(
+                context.controller.image, principal_of(request), AclOperation.DESCRIBE):
+            return error_response(Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                  "DESCRIBE on the cluster is needed to read /metrics", 403)
+        return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)

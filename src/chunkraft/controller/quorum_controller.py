@@ -164,6 +164,16 @@ class QuorumController:
     def is_leader(self) -> bool:
         return self.raft.is_leader()
 
+    @property
+    def entries_in_flight(self) -> int:
+        """Raft entries this node proposed that are not yet committed and applied (metrics)."""
+        return self._in_flight
+
+    @property
+    def writes_queued(self) -> int:
+        """Validated writes waiting for room among the entries in flight (metrics)."""
+        return len(self._queue)
+
     def leader_id(self) -> int | None:
         return self.raft.leader_id()
 
