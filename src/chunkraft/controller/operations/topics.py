@@ -50,6 +50,7 @@ __all__ = [
     "delete_topics",
     "describe",
     "new_partition_record",
+    "topic_id_key",
     "validate_topic_name",
 ]
 
@@ -308,7 +309,7 @@ def delete_topics(
     entries.extend((state.name, state.topic_id) for state in request.topics)
     name_counts = Counter(name for name, topic_id in entries if name is not None and not topic_id)
     # Ids count by value: the hex and the base64 form of one id are the same topic.
-    id_counts = Counter(_id_key(topic_id) for name, topic_id in entries
+    id_counts = Counter(topic_id_key(topic_id) for name, topic_id in entries
                         if topic_id and name is None)
 
     results: list[DeletableTopicResult] = []
@@ -342,7 +343,7 @@ def delete_topics(
             results.append(DeletableTopicResult(name=name, topic_id=kafka_uuid_str(topic.topic_id)))
         else:
             assert id_text is not None
-            key = _id_key(id_text)
+            key = topic_id_key(id_text)
             if key in reported_ids:
                 continue
             reported_ids.add(key)
@@ -385,7 +386,7 @@ def delete_topics(
     return ControllerResult.of(DeleteTopicsResponse(responses=tuple(results)), records)
 
 
-def _id_key(text: str) -> uuid.UUID | str:
+def topic_id_key(text: str) -> uuid.UUID | str:
     """The uuid a topic id text names, or the text itself if it names none."""
     try:
         return parse_kafka_uuid(text)
