@@ -120,7 +120,7 @@ def test_the_demo_runs_and_the_cluster_restarts_with_its_data(tmp_path: Path) ->
         cluster.prepare()
         cluster.start()
         cluster.wait_ready(timeout=60)
-        with ControllerRpcClient(cluster.urls) as client:
+        with ControllerRpcClient(cluster.urls, token=cluster.admin_token) as client:
             # whichever node answers must have applied the demo's last write first
             answer = client.call("/controller/v1/metadata", {
                 "topics": [{"name": "orders"}, {"name": "orders-after-failover"}]},

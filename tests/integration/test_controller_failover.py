@@ -29,6 +29,7 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from tests.support.cluster_client import (
     ClusterClient,
     Outcome,
+    admin_client,
     new_key,
     wait_converged,
     wait_leader,
@@ -55,6 +56,7 @@ class Stream:
     urls: list[str]
     stop: threading.Event
     base_timestamp: int
+    token: str
     increments: int = 0
     cuts: int = 0
     ack_times: list[float] = field(default_factory=list)
@@ -77,7 +79,8 @@ class Stream:
 
     def run(self) -> None:
         try:
-            with ClusterClient(self.urls, start_at=self.index, deadline=OP_DEADLINE) as client:
+            with ClusterClient(self.urls, start_at=self.index, deadline=OP_DEADLINE,
+                               token=self.token) as client:
                 for op in range(MAX_OPS_PER_THREAD):
                     if self.stop.is_set():
                         return
@@ -144,7 +147,8 @@ def start_streams(cluster: LocalCluster, prefix: str) -> tuple[list[Stream], lis
                                                   threading.Event]:
     stop = threading.Event()
     base = int(time.time() * 1000)
-    streams = [Stream(prefix, i, cluster.urls, stop, base) for i in range(THREADS)]
+    streams = [Stream(prefix, i, cluster.urls, stop, base, cluster.admin_token)
+               for i in range(THREADS)]
     threads = [threading.Thread(target=s.run, name=f"stream-{s.index}", daemon=True)
                for s in streams]
     for thread in threads:
@@ -212,7 +216,7 @@ def check_image(client: ClusterClient, streams: list[Stream], url: str, min_offs
 def test_leader_kill_during_writes_loses_nothing_and_applies_nothing_twice(
         quorum: LocalCluster) -> None:
     cluster = quorum
-    with ClusterClient(cluster.urls) as client:
+    with admin_client(cluster) as client:
         prepare_topics(cluster, client, "leader-kill")
         streams, threads, stop = start_streams(cluster, "leader-kill")
         try:
@@ -244,7 +248,7 @@ def test_leader_kill_during_writes_loses_nothing_and_applies_nothing_twice(
 def test_whole_quorum_kill_during_writes_loses_nothing_acknowledged(
         quorum: LocalCluster) -> None:
     cluster = quorum
-    with ClusterClient(cluster.urls) as client:
+    with admin_client(cluster) as client:
         prepare_topics(cluster, client, "quorum-kill")
         streams, threads, stop = start_streams(cluster, "quorum-kill")
         try:

@@ -20,6 +20,7 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.errors import JournalCorruptError
 from tests.support.cluster_client import (
     ClusterClient,
+    admin_client,
     image_from_snapshot,
     new_key,
     wait_converged,
@@ -36,7 +37,7 @@ _JOURNAL_FIRST_RECORD = 40
 def client_of(cluster: LocalCluster) -> ClusterClient:
     """A client of ``cluster`` that asks the leader first (no forwarding hop), with broker 1
     registered and unfenced to place topics on."""
-    client = ClusterClient(cluster.urls, start_at=list(cluster.nodes).index(wait_leader(cluster)))
+    client = admin_client(cluster, start_at=list(cluster.nodes).index(wait_leader(cluster)))
     client.ensure_unfenced([1], cluster.cluster_id)
     return client
 
@@ -109,9 +110,10 @@ def test_stopped_follower_behind_compaction_catches_up_from_the_dump(
         # the snapshot (DESIGN.md section 7), which replays to the same image.
         url = cluster.nodes[follower].url
         page = httpx.get(f"{url}/controller/v1/metadata-log", params={"after": -1},
-                         timeout=10).json()
+                         timeout=10, headers=cluster.headers).json()
         assert page["snapshot_needed"] is True and page["batches"] == [], page
-        snapshot = httpx.get(f"{url}/controller/v1/snapshot", timeout=10)
+        snapshot = httpx.get(f"{url}/controller/v1/snapshot", timeout=10,
+                             headers=cluster.headers)
         assert snapshot.status_code == 200, snapshot.text
         assert int(snapshot.headers["X-Snapshot-End-Offset"]) == caught_up.offset + 1
         image = image_from_snapshot(snapshot.content, caught_up.offset)

@@ -17,6 +17,7 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.records import NoOpRecord, PartitionRecord, TopicRecord, decode_record
 from tests.support.cluster_client import (
     ClusterClient,
+    admin_client,
     image_from_snapshot,
     new_key,
     wait_converged,
@@ -115,7 +116,8 @@ def test_paged_log_from_the_start_replays_to_the_followers_image(quorum: LocalCl
     cluster = quorum
     follower = a_follower(cluster)
     url = cluster.nodes[follower].url
-    with ClusterClient(cluster.urls) as client, httpx.Client(timeout=15.0) as http:
+    with admin_client(cluster) as client, \
+            httpx.Client(timeout=15.0, headers=cluster.headers) as http:
         make_history(cluster, client, "paged")
         first = wait_converged(cluster, list(cluster.nodes))
         reader = Subscriber(url, http)
@@ -139,7 +141,8 @@ def test_paged_log_from_the_start_replays_to_the_followers_image(quorum: LocalCl
 def test_snapshot_replays_to_the_followers_image(quorum: LocalCluster) -> None:
     cluster = quorum
     follower = a_follower(cluster)
-    with ClusterClient(cluster.urls) as client, httpx.Client(timeout=15.0) as http:
+    with admin_client(cluster) as client, \
+            httpx.Client(timeout=15.0, headers=cluster.headers) as http:
         make_history(cluster, client, "snap")
         converged = wait_converged(cluster, list(cluster.nodes))
         answer = http.get(f"{cluster.nodes[follower].url}/controller/v1/snapshot")
@@ -155,7 +158,8 @@ def test_snapshot_replays_to_the_followers_image(quorum: LocalCluster) -> None:
 def test_long_poll_waits_and_returns_promptly_when_a_write_lands(quorum: LocalCluster) -> None:
     cluster = quorum
     follower = a_follower(cluster)
-    with ClusterClient(cluster.urls) as client, httpx.Client(timeout=15.0) as http:
+    with admin_client(cluster) as client, \
+            httpx.Client(timeout=15.0, headers=cluster.headers) as http:
         client.ensure_unfenced(BROKERS, cluster.cluster_id)
         start = wait_converged(cluster, list(cluster.nodes))
         reader = Subscriber(cluster.nodes[follower].url, http)

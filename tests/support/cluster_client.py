@@ -32,6 +32,7 @@ __all__ = [
     "ClusterFactory",
     "Converged",
     "Outcome",
+    "admin_client",
     "image_from_snapshot",
     "new_key",
     "wait_converged",
@@ -91,6 +92,9 @@ class ClusterClient:
         max_attempts: int = 2000,
         pause: float = 0.05,
         start_at: int = 0,
+        token: str | None = None,
+        verify: Any = True,
+        cert: Any = None,
     ) -> None:
         if not urls:
             raise ValueError("no controller URL")
@@ -99,7 +103,9 @@ class ClusterClient:
         self.max_attempts = max_attempts
         self.pause = pause
         self._next = start_at % len(self.urls)
-        self._http = httpx.Client(timeout=request_timeout)
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(timeout=request_timeout, headers=headers, verify=verify,
+                                  cert=cert)
 
     def close(self) -> None:
         self._http.close()
@@ -249,6 +255,13 @@ class ClusterClient:
         body, _offset = self.read("/metadata", {"topics": None, "include_chunks": True},
                                   min_offset=min_offset, url=url)
         return body
+
+
+def admin_client(cluster: LocalCluster, **options: Any) -> ClusterClient:
+    """A ClusterClient over every node of ``cluster``, authenticated as its admin (a super
+    user); ``options`` are ClusterClient's keyword arguments."""
+    options.setdefault("token", cluster.admin_token)
+    return ClusterClient(cluster.urls, **options)
 
 
 def _json(answer: httpx.Response) -> dict[str, Any] | None:

@@ -84,7 +84,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  controller {node.node_id}: {node.url}  (Raft 127.0.0.1:{node.raft_port}, "
                   f"log {node.log_path})")
         bootstrap = ",".join(cluster.urls)
-        print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap}")
+        print(f"  credentials: {cluster.credentials_path} (admin's command-config: "
+              f"{cluster.command_config_path})")
+        print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap} "
+              f"--command-config {cluster.command_config_path}")
         if args.demo:
             from chunkraft.deploy.demo_story import run_demo
 

@@ -163,18 +163,18 @@ def parse_voters(text: str) -> tuple[Voter, ...]:
 
 
 def parse_listener(text: str) -> Listener:
-    """``http://host:port`` -> Listener. Only one listener, and only plain HTTP, for now."""
+    """``http://host:port`` or ``https://host:port`` -> Listener. Only one listener."""
     if "," in text:
         raise ValueError(f"{text!r}: only one listener is supported")
     scheme, sep, rest = text.partition("://")
     if not sep:
         raise ValueError(f"{text!r} is not http://host:port")
     scheme = scheme.lower()
-    if scheme != "http":
-        raise ValueError(f"{text!r}: only http:// listeners are supported")
+    if scheme not in ("http", "https"):
+        raise ValueError(f"{text!r}: only http:// and https:// listeners are supported")
     rest = rest.removesuffix("/")
     if "/" in rest:
-        raise ValueError(f"{text!r}: a listener has no path, only http://host:port")
+        raise ValueError(f"{text!r}: a listener has no path, only {scheme}://host:port")
     try:
         host, port = parse_host_port(rest)
     except ValueError as error:

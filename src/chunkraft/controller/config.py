@@ -22,7 +22,13 @@ from chunkraft.controller.properties import parse_properties
 from chunkraft.controller.settings import SETTINGS, setting_named
 from chunkraft.errors import ConfigError
 
-__all__ = ["COMMAND_LINE", "DEFAULT", "ControllerConfig", "load_controller_config"]
+__all__ = [
+    "COMMAND_LINE",
+    "DEFAULT",
+    "ControllerConfig",
+    "check_authentication",
+    "load_controller_config",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -68,6 +74,14 @@ class ControllerConfig:
     broker_session_timeout_ms: int = 9_000
     broker_heartbeat_interval_ms: int = 2_000
     super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
+    auth_credentials_file: Path | None = None
+    auth_allow_anonymous: bool = False
+    auth_broker_principal: str = "User:broker-{id}"
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_ca_file: Path | None = None
+    ssl_client_auth: str = "none"
     metadata_max_retained_bytes: int = 64 * _MIB
     request_timeout_ms: int = 30_000
     sources: InitVar[Mapping[str, str] | None] = None
@@ -133,6 +147,7 @@ def _check(config: ControllerConfig, where: _Where) -> None:
     _check_quorum(config, where)
     _check_timings(config, where)
     _check_http(config, where)
+    _check_tls(config, where)
 
 
 def _check_quorum(config: ControllerConfig, where: _Where) -> None:
@@ -220,6 +235,43 @@ def _check_http(config: ControllerConfig, where: _Where) -> None:
             f"this node's entry {config.node_id}@{own} differs from "
             f"{where('advertised.listeners')} = {advertised.url}",
         )
+
+
+def _check_tls(config: ControllerConfig, where: _Where) -> None:
+    https = config.listeners.scheme == "https"
+    if https and config.ssl_certfile is None:
+        raise where.error("listeners", f"{config.listeners.url} is https: set ssl.certfile and "
+                          "ssl.keyfile to this controller's certificate and key")
+    if config.ssl_certfile is not None and not https:
+        raise where.error("ssl.certfile", f"set, but {where('listeners')} = "
+                          f"{config.listeners.url} is not https://")
+    if config.ssl_keyfile is not None and config.ssl_certfile is None:
+        raise where.error("ssl.keyfile", "set without ssl.certfile")
+    if config.ssl_client_auth != "none" and config.ssl_ca_file is None:
+        raise where.error("ssl.client.auth", f"{config.ssl_client_auth} needs ssl.ca.file, the "
+                          "CA bundle client certificates are verified with")
+    if config.ssl_client_auth != "none" and not https:
+        raise where.error("ssl.client.auth", f"{config.ssl_client_auth} needs an https:// "
+                          f"listener ({where('listeners')} = {config.listeners.url})")
+
+
+def check_authentication(config: ControllerConfig) -> None:
+    """ConfigError unless requests can be authenticated somehow, or anonymity is chosen.
+
+    Checked when a controller starts (not when a configuration is built, so tools may load a
+    configuration of any kind): a controller that could authenticate nobody would answer 401
+    to everything, and one that quietly served everyone anonymously would be a surprise.
+    """
+    if (config.auth_credentials_file is not None or config.ssl_client_auth != "none"
+            or config.auth_allow_anonymous):
+        return
+    raise ConfigError(
+        "no way to authenticate requests is configured; set one of: auth.credentials.file (a "
+        "file of bearer tokens, made with `chunkraft credentials add`), ssl.client.auth="
+        "required or requested (client certificates, with an https:// listener, ssl.certfile, "
+        "ssl.keyfile and ssl.ca.file), or auth.allow.anonymous=true (every request without "
+        "credentials is User:ANONYMOUS; only for tests and demos)",
+        setting="auth.credentials.file")
 
 
 class _Raw:

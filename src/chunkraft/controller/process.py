@@ -15,7 +15,7 @@ import uvicorn
 
 from chunkraft.api.app import create_app
 from chunkraft.api.context import ControllerContext
-from chunkraft.controller.config import ControllerConfig
+from chunkraft.controller.config import ControllerConfig, check_authentication
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
@@ -54,6 +54,7 @@ def run_controller(config: ControllerConfig) -> int:
     logging.getLogger("pysyncobj").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per forwarded request
     try:
+        check_authentication(config)
         check_storage(config.data_dir, config.cluster_id, config.node_id)
         node = RaftNode(raft_settings(config))
     except ChunkraftError as error:

@@ -102,6 +102,35 @@ def _optional_urls(text: str) -> Any:
     return parse_controller_urls(text) if text else None
 
 
+def _boolean(text: str) -> bool:
+    value = text.lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"not true or false: {text!r}")
+    return value == "true"
+
+
+def _broker_principal(text: str) -> str:
+    if not _PRINCIPAL.fullmatch(text) or ";" in text:
+        raise ValueError(f"{text!r} is not a principal of the form Type:name (User:broker-{{id}})")
+    if "{id}" not in text:
+        raise ValueError(f"{text!r} must contain {{id}}, replaced by the broker's id")
+    try:
+        text.format(id=0)
+    except (IndexError, KeyError, ValueError):
+        raise ValueError(f"{text!r}: only {{id}} may appear in braces") from None
+    return text
+
+
+_CLIENT_AUTH = ("none", "requested", "required")
+
+
+def _client_auth(text: str) -> str:
+    value = text.lower()
+    if value not in _CLIENT_AUTH:
+        raise ValueError(f"{text!r} is not one of {', '.join(_CLIENT_AUTH)}")
+    return value
+
+
 def _principals(text: str) -> tuple[str, ...]:
     principals: list[str] = []
     for item in (part.strip() for part in text.split(";")):
@@ -230,6 +259,53 @@ SETTINGS: tuple[Setting, ...] = (
         _principals,
         "Principals allowed everything, whatever the ACLs: `User:admin;User:ops` (';' between "
         "them, since a principal's name may hold commas). Default: none.",
+    ),
+    Setting(
+        "allow.everyone.if.no.acl.found",
+        _boolean,
+        "`true`: a resource no ACL matches is open to every principal (Kafka's setting of the "
+        "same name). Default `false`: only super users and ACLs grant anything.",
+    ),
+    Setting(
+        "auth.credentials.file",
+        _optional_path,
+        "The credentials file of bearer tokens (SHA-256 digests; `chunkraft credentials add`). "
+        "Re-read within a second of a change. Default: none (no bearer tokens).",
+    ),
+    Setting(
+        "auth.allow.anonymous",
+        _boolean,
+        "`true`: a request without credentials is served as `User:ANONYMOUS` (ACLs still "
+        "apply) instead of answered 401.",
+    ),
+    Setting(
+        "auth.broker.principal",
+        _broker_principal,
+        "The principal broker `{id}` must authenticate as to act as that broker (register, "
+        "heartbeat, AlterPartition...).",
+    ),
+    Setting(
+        "ssl.certfile",
+        _optional_path,
+        "PEM certificate (chain) of this controller's HTTPS listener; requires an https:// "
+        "listener and ssl.keyfile.",
+    ),
+    Setting(
+        "ssl.keyfile",
+        _optional_path,
+        "PEM private key of ssl.certfile.",
+    ),
+    Setting(
+        "ssl.ca.file",
+        _optional_path,
+        "PEM CA bundle that client certificates are verified with, and that this controller "
+        "verifies the other controllers' certificates with when it forwards a write.",
+    ),
+    Setting(
+        "ssl.client.auth",
+        _client_auth,
+        "`none`, `requested` or `required`: whether the HTTPS listener asks clients for a "
+        "certificate (verified with ssl.ca.file; a valid one authenticates as `User:<CN>`).",
     ),
     Setting(
         "metadata.max.retained.bytes",

@@ -75,7 +75,7 @@ def _check(answer: dict[str, Any], what: str) -> None:
 
 def run_demo(cluster: LocalCluster) -> None:
     """Runs the story against ``cluster`` (already started and ready), printing each step."""
-    with ControllerRpcClient(cluster.urls) as client:
+    with ControllerRpcClient(cluster.urls, token=cluster.admin_token) as client:
         # A second run on the same cluster uses new broker ids and a new topic name.
         before = client.call(f"{V1}/metadata", {"topics": None, "include_chunks": False})
         first = max([b["node_id"] for b in before["brokers"]], default=0) + 1
@@ -153,7 +153,8 @@ def run_demo(cluster: LocalCluster) -> None:
         old_leader = cluster.leader_id()
         assert old_leader is not None
         survivors = ControllerRpcClient(
-            [n.url for n in cluster.nodes.values() if n.node_id != old_leader])
+            [n.url for n in cluster.nodes.values() if n.node_id != old_leader],
+            token=cluster.admin_token)
         cluster.kill(old_leader)
         killed = time.monotonic()
         with survivors:
@@ -179,4 +180,5 @@ def run_demo(cluster: LocalCluster) -> None:
         print(f"controller {old_leader} restarted and caught up: "
               + ", ".join(f"node {n} hash {str(h)[:12]}" for n, h in sorted(hashes.items())))
         _say("Done. The quorum keeps running: try `chunkraft quorum describe --replication "
-             f"--bootstrap-server {','.join(cluster.urls)}`")
+             f"--bootstrap-server {','.join(cluster.urls)} "
+             f"--command-config {cluster.command_config_path}`")

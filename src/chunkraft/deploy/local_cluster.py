@@ -1,13 +1,21 @@
 """LocalCluster: a quorum of controller processes on 127.0.0.1, for the run command and tests.
 
 Each node is a real ``chunkraft controller --config`` process with its own formatted data dir,
-Raft port and HTTP port; nothing is shared but the cluster id and the Raft password, which are
-generated unless given. The launcher only ever signals processes it started, by their PID.
+Raft port and HTTP port; nothing is shared but the cluster id, the Raft password (generated
+unless given) and the credentials file. The launcher only ever signals processes it started, by
+their PID.
+
+Credentials: :meth:`LocalCluster.prepare` writes ``credentials.json`` (token digests, named by
+every node's ``auth.credentials.file``) and keeps the tokens themselves in ``tokens.json``
+(mode 0600) under ``base_dir``: ``User:admin`` (a super user) and ``User:broker-1`` ..
+``User:broker-N`` (``brokers``, 5 by default, so tests can register brokers as themselves). It
+also writes ``admin.properties``, a command-config file for the CLI (``bearer.token=...``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -22,8 +30,14 @@ import httpx
 
 from chunkraft.controller.storage import format_storage, random_cluster_id
 from chunkraft.records.uuids import parse_kafka_uuid
+from chunkraft.security import credentials
 
-__all__ = ["ControllerProcess", "LocalCluster", "free_ports", "write_private"]
+__all__ = ["ADMIN_PRINCIPAL", "ControllerProcess", "LocalCluster", "free_ports", "write_private"]
+
+ADMIN_PRINCIPAL = "User:admin"
+CREDENTIALS_FILE = "credentials.json"
+TOKENS_FILE = "tokens.json"
+COMMAND_CONFIG_FILE = "admin.properties"
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -86,6 +100,10 @@ class LocalCluster:
     password: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     extra_properties: dict[str, str] = field(default_factory=dict)
     nodes: dict[int, ControllerProcess] = field(default_factory=dict)
+    brokers: int = 5
+    """How many broker principals (``User:broker-1``..) get a token."""
+    tokens: dict[str, str] = field(default_factory=dict, repr=False)
+    """Principal -> its bearer token (the first one made for it)."""
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir)
@@ -102,8 +120,68 @@ class LocalCluster:
     def urls(self) -> list[str]:
         return [node.url for node in self.nodes.values()]
 
+    @property
+    def credentials_path(self) -> Path:
+        return self.base_dir / CREDENTIALS_FILE
+
+    @property
+    def tokens_path(self) -> Path:
+        return self.base_dir / TOKENS_FILE
+
+    @property
+    def command_config_path(self) -> Path:
+        """A CLI command-config file (``--command-config``) authenticating as the admin."""
+        return self.base_dir / COMMAND_CONFIG_FILE
+
+    @property
+    def admin_token(self) -> str:
+        """The bearer token of ``User:admin``, a super user (after :meth:`prepare`)."""
+        return self.token(ADMIN_PRINCIPAL)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """HTTP headers that authenticate a request as the admin."""
+        return {"authorization": f"Bearer {self.admin_token}"}
+
+    def token(self, principal: str) -> str:
+        """The bearer token of ``principal`` (``User:admin``, ``User:broker-1``...)."""
+        self._load_credentials()
+        try:
+            return self.tokens[principal]
+        except KeyError:
+            raise KeyError(f"no token for {principal}; add one with add_token") from None
+
+    def add_token(self, principal: str, description: str = "") -> str:
+        """A new token for ``principal``, appended to the credentials file (every node honours
+        it within about a second); it becomes :meth:`token`'s answer if it is the first."""
+        self._load_credentials()
+        token = credentials.add_token(self.credentials_path, principal, description)
+        self.tokens.setdefault(principal, token)
+        write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
+        return token
+
+    def _load_credentials(self) -> None:
+        """Reads ``tokens.json`` kept from an earlier run, or makes every token anew."""
+        if self.tokens:
+            return
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        if self.tokens_path.exists() and self.credentials_path.exists():
+            self.tokens = dict(json.loads(self.tokens_path.read_text(encoding="utf-8")))
+            return
+        principals = [ADMIN_PRINCIPAL, *(f"User:broker-{n}" for n in range(1, self.brokers + 1))]
+        self.tokens = {principal: credentials.generate_token() for principal in principals}
+        credentials.write_credentials(self.credentials_path, [
+            credentials.CredentialEntry(principal, credentials.token_digest(token),
+                                        credentials.now_text(), "LocalCluster")
+            for principal, token in self.tokens.items()])
+        write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
+
+    def _write_command_config(self) -> None:
+        write_private(self.command_config_path, f"bearer.token={self.admin_token}\n")
+
     def prepare(self) -> None:
-        """Formats every data dir and writes every node's properties file (idempotent)."""
+        """Formats every data dir, makes the credentials (once) and writes every node's
+        properties file and the admin's command-config file (idempotent)."""
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.raft_port}" for n in self.nodes.values())
         urls = ",".join(f"{n.node_id}@{n.url}" for n in self.nodes.values())
         for node in self.nodes.values():
@@ -118,10 +196,14 @@ class LocalCluster:
                 "data.dir": str(node.data_dir),
                 "raft.password": self.password,
                 "listeners": node.url,
+                "auth.credentials.file": str(self.credentials_path),
+                "super.users": ADMIN_PRINCIPAL,
                 **self.extra_properties,
             }
             text = "".join(f"{key}={value}\n" for key, value in properties.items())
             write_private(node.config_path, text)  # it holds the Raft password
+        self._load_credentials()
+        self._write_command_config()
 
     def start(self, node_id: int | None = None) -> None:
         """Starts one node, or every stopped node."""
@@ -166,7 +248,7 @@ class LocalCluster:
         """The node's ``/controller/v1/quorum`` answer, or None if it does not answer."""
         try:
             answer = httpx.get(f"{self.nodes[node_id].url}/controller/v1/quorum?hash=true",
-                               timeout=timeout)
+                               timeout=timeout, headers=self.headers)
             return dict(answer.json()) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None

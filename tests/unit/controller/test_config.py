@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from chunkraft.controller.addresses import ControllerUrl, Listener, Voter
-from chunkraft.controller.config import ControllerConfig, load_controller_config
+from chunkraft.controller.config import (
+    ControllerConfig,
+    check_authentication,
+    load_controller_config,
+)
 from chunkraft.controller.settings import SETTINGS, env_var, setting_named
 from chunkraft.errors import ConfigError
 from chunkraft.records.uuids import parse_kafka_uuid
@@ -263,12 +267,11 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("data.dir", "", "must not be empty"),
     ("raft.password", "", "must not be empty"),
     ("listeners", "127.0.0.1:9090", "not http://host:port"),
-    ("listeners", "https://127.0.0.1:9090", "only http:// listeners"),
     ("listeners", "http://a:1,http://b:2", "only one listener"),
     ("listeners", "http://a:1/api", "no path"),
     ("listeners", "http://a", "not host:port"),
     ("listeners", "", "not http://host:port"),
-    ("advertised.listeners", "ftp://a:1", "only http:// listeners"),
+    ("advertised.listeners", "ftp://a:1", "only http:// and https:// listeners"),
     ("controller.http.urls", "1@127.0.0.1:9090", "not http://host:port"),
     ("controller.http.urls", "http://127.0.0.1:9090", "not id@http://host:port"),
     ("controller.http.urls", "1@http://a:1,1@http://b:2", "node id 1 is given twice"),
@@ -284,6 +287,12 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("request.timeout.ms", "0", "must be at least 1"),
     ("super.users", "admin", "not a principal of the form Type:name"),
     ("super.users", "User:", "not a principal of the form Type:name"),
+    ("allow.everyone.if.no.acl.found", "yes", "not true or false"),
+    ("auth.allow.anonymous", "1", "not true or false"),
+    ("auth.broker.principal", "User:broker", "must contain {id}"),
+    ("auth.broker.principal", "broker-{id}", "not a principal of the form Type:name"),
+    ("auth.broker.principal", "User:{id}-{name}", "only {id} may appear in braces"),
+    ("ssl.client.auth", "optional", "not one of none, requested, required"),
 ]
 
 
@@ -329,6 +338,11 @@ def test_every_setting_has_a_bad_value_case() -> None:
         "raft.election.timeout.max.ms",
         "raft.leader.fallback.timeout.ms",
         "broker.heartbeat.interval.ms",
+        # any path parses; the TLS files are checked together (test_tls_settings_...)
+        "auth.credentials.file",
+        "ssl.certfile",
+        "ssl.keyfile",
+        "ssl.ca.file",
     }
 
 
@@ -590,7 +604,9 @@ def test_docs_list_every_setting_with_its_variable_and_default() -> None:
         value = defaults.get(setting.attribute, dataclasses.MISSING)
         if setting.required:
             assert default == "required"
-        elif isinstance(value, int):
+        elif isinstance(value, bool):
+            assert default.startswith(f"`{str(value).lower()}`"), setting.name
+        elif isinstance(value, (str, int)):
             assert default.startswith(f"`{value}`"), setting.name
 
 
@@ -620,3 +636,62 @@ def test_setting_named() -> None:
     setting = setting_named("node.id")
     assert setting is not None and setting.required
     assert setting_named("node_id") is None
+
+
+# --- authentication and TLS ----------------------------------------------------------------------
+
+
+def test_authentication_and_tls_defaults(layers: Layers) -> None:
+    config = layers.load()
+    assert config.auth_credentials_file is None
+    assert config.auth_allow_anonymous is False
+    assert config.auth_broker_principal == "User:broker-{id}"
+    assert config.allow_everyone_if_no_acl_found is False
+    assert (config.ssl_certfile, config.ssl_keyfile, config.ssl_ca_file) == (None, None, None)
+    assert config.ssl_client_auth == "none"
+
+
+def _https(layers: Layers) -> None:
+    for key in ("listeners", "advertised.listeners", "controller.http.urls"):
+        if key in layers.file:
+            layers.file[key] = layers.file[key].replace("http://", "https://")
+
+
+@pytest.mark.parametrize(("changes", "https", "setting", "problem"), [
+    ({}, True, "listeners", "set ssl.certfile and ssl.keyfile"),
+    ({"ssl.certfile": "c.pem", "ssl.keyfile": "k.pem"}, False, "ssl.certfile",
+     "is not https://"),
+    ({"ssl.keyfile": "k.pem"}, False, "ssl.keyfile", "set without ssl.certfile"),
+    ({"ssl.certfile": "c.pem", "ssl.client.auth": "required"}, True, "ssl.client.auth",
+     "needs ssl.ca.file"),
+])
+def test_tls_settings_are_checked_together(layers: Layers, changes: dict[str, str], https: bool,
+                                           setting: str, problem: str) -> None:
+    layers.file.update(changes)
+    if https:
+        _https(layers)
+    error = layers.error()
+    assert error.setting == setting
+    assert problem in str(error)
+
+
+def test_an_https_listener_with_client_certificates(layers: Layers) -> None:
+    layers.file.update({"ssl.certfile": "c.pem", "ssl.keyfile": "k.pem", "ssl.ca.file": "ca.pem",
+                        "ssl.client.auth": "REQUIRED"})
+    _https(layers)
+    config = layers.load()
+    assert config.listeners.scheme == "https"
+    assert config.ssl_client_auth == "required"
+    assert config.ssl_ca_file == Path("ca.pem")
+
+
+def test_a_controller_needs_a_way_to_authenticate(layers: Layers) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_authentication(layers.load())
+    message = str(caught.value)
+    for choice in ("auth.credentials.file", "ssl.client.auth", "auth.allow.anonymous=true"):
+        assert choice in message
+    for ways in ({"auth.credentials.file": "creds.json"}, {"auth.allow.anonymous": "true"}):
+        layers.file = {key: value for key, value in layers.file.items() if not key.startswith(
+            "auth.")} | ways
+        check_authentication(layers.load())

@@ -119,3 +119,36 @@ def test_files_holding_the_raft_password_are_private_from_their_first_byte(
     for path in written:
         assert path.exists()
         assert mode_of(path) & 0o077 == 0, f"{path} is {mode_of(path):o}"
+
+
+def test_prepare_makes_credentials_for_the_admin_and_the_brokers(tmp_path: Path) -> None:
+    from chunkraft.security.credentials import CredentialStore
+
+    cluster = LocalCluster(tmp_path / "cluster", size=1, brokers=3)
+    cluster.prepare()
+    assert mode_of(cluster.tokens_path) == 0o600
+    assert mode_of(cluster.command_config_path) == 0o600
+    assert cluster.command_config_path.read_text() == f"bearer.token={cluster.admin_token}\n"
+    store = CredentialStore(cluster.credentials_path)
+    assert store.principal_for(cluster.admin_token) == "User:admin"
+    for broker in (1, 2, 3):
+        assert store.principal_for(cluster.token(f"User:broker-{broker}")) == (
+            f"User:broker-{broker}")
+    assert cluster.admin_token not in cluster.credentials_path.read_text()
+    with pytest.raises(KeyError, match="no token for User:broker-4"):
+        cluster.token("User:broker-4")
+    node = cluster.nodes[1]
+    config = load_controller_config(str(node.config_path), {}, {})
+    assert config.auth_credentials_file == cluster.credentials_path
+    assert config.super_users == ("User:admin",)
+    assert cluster.headers == {"authorization": f"Bearer {cluster.admin_token}"}
+
+    alice = cluster.add_token("User:alice")
+    assert cluster.token("User:alice") == alice
+    store.refresh()
+    assert store.principal_for(alice) == "User:alice"
+    # The same directory again: the same tokens.
+    again = LocalCluster(tmp_path / "cluster", size=1, cluster_id=cluster.cluster_id)
+    again.prepare()
+    assert again.admin_token == cluster.admin_token
+    assert again.token("User:alice") == alice
