@@ -239,5 +239,25 @@ def _responses(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
 
 def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"content": {"application/json": {
-        "schema": model.model_json_schema()}},
+        "schema": _inline_definitions(model.model_json_schema())}},
         "required": True}}
+
+
+def _inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``#/$defs/X`` reference replaced by its definition: in an OpenAPI
+    document a reference resolves from the document's root, where ``$defs`` is not (the
+    protocol models are not recursive, so this ends)."""
+    definitions: dict[str, Any] = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                siblings = {key: inline(value) for key, value in node.items() if key != "$ref"}
+                return {**inline(definitions[reference.removeprefix("#/$defs/")]), **siblings}
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    return dict(inline(schema))
