@@ -11,7 +11,8 @@ unit tests validate every answer against those models.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from chunkraft.api.v3.common import Links
@@ -31,6 +32,8 @@ from chunkraft.records import (
 from chunkraft.records.uuids import kafka_uuid_str
 
 __all__ = [
+    "FRAGMENTS",
+    "FragmentCache",
     "TopicEncoder",
     "acl_dict",
     "broker_dict",
@@ -126,6 +129,12 @@ _CHUNK = (
     '"isr_ids":%s,"adding_replica_ids":%s,"removing_replica_ids":%s}'
 )
 
+_EMBEDDED_CHUNK = (
+    '{"topic_name":"%s","partition_id":%d,"start_offset":%d,"stop_offset":%d,"end_offset":%d,'
+    '"start_timestamp":%d,"chunk_epoch":%d,"is_active":false,"leader_id":-1,"replica_ids":%s,'
+    '"isr_ids":%s,"adding_replica_ids":%s,"removing_replica_ids":%s}'
+)
+
 _PARTITION = (
     '{"kind":"KafkaPartition","metadata":{"self":"%s","resource_name":"%s"%s},'
     '"topic_name":"%s","partition_id":%d,"leader_id":%d,"leader_epoch":%d,'
@@ -140,6 +149,49 @@ _REPLICA = (
     '"%s/replica=%d"%s},"topic_name":"%s","partition_id":%d,"broker_id":%d,"is_leader":%s,'
     '"is_in_sync":%s,"broker":{"related":"%s/%d"}}'
 )
+
+
+class FragmentCache:
+    """Partition JSON already written, by the identity of the records it was written from.
+
+    Images are immutable and share unchanged records between versions, so a partition whose
+    PartitionRecord and chunk tuple are the very objects of an earlier answer has the same
+    JSON: describing a large topic again only writes the partitions that changed. Entries hold
+    their records (so an id is never reused while its entry lives) and are evicted least
+    recently used past ``max_bytes`` of text. Not thread-safe: used on the event loop only.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._entries: OrderedDict[Hashable, tuple[object, object, str]] = OrderedDict()
+
+    def get(self, key: Hashable, record: object, chunks: object) -> str | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] is not record or entry[1] is not chunks:
+            return None
+        self._entries.move_to_end(key)
+        return entry[2]
+
+    def put(self, key: Hashable, record: object, chunks: object, text: str) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.size -= len(old[2])
+        if len(text) > self.max_bytes:
+            return
+        self._entries[key] = (record, chunks, text)
+        self.size += len(text)
+        while self.size > self.max_bytes:
+            _, evicted = self._entries.popitem(last=False)
+            self.size -= len(evicted[2])
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
+
+
+FRAGMENTS = FragmentCache(64 * 1024 * 1024)
+"""The controller's partition fragments: at most 64 MiB of JSON text."""
 
 
 class TopicEncoder:
@@ -197,6 +249,20 @@ class TopicEncoder:
 
     def partition(self, partition: PartitionRecord, include_chunks: bool,
                   offset: int | None = None) -> str:
+        """The partition's JSON; a list item (no ``offset``) comes from the fragment cache when
+        neither its record nor its chunks changed since it was last written."""
+        if offset is not None:
+            return self._partition(partition, include_chunks, offset)
+        chunks = self.topic.chunks.get(partition.partition_id, ())
+        key = (self._partitions_url, id(partition), id(chunks), include_chunks)
+        text = FRAGMENTS.get(key, partition, chunks)
+        if text is None:
+            text = self._partition(partition, include_chunks, None)
+            FRAGMENTS.put(key, partition, chunks, text)
+        return text
+
+    def _partition(self, partition: PartitionRecord, include_chunks: bool,
+                   offset: int | None) -> str:
         p = partition.partition_id
         ids = self._list
         url = f"{self._partitions_url}/{p}"
@@ -205,8 +271,11 @@ class TopicEncoder:
         leader_link = "null" if leader < 0 else f'{{"related":"{url}/replicas/{leader}"}}'
         chunks = ""
         if include_chunks:
-            chunk = self.inactive_chunk
-            chunks = ',"inactive_chunks":[' + ",".join([chunk(c) for c in inactive]) + "]"
+            name = self.topic.name
+            chunks = ',"inactive_chunks":[' + ",".join([_EMBEDDED_CHUNK % (
+                name, p, c.start_offset, c.stop_offset, c.end_offset, c.start_timestamp,
+                c.epoch, ids(c.replicas), ids(c.isr), ids(c.adding_replicas),
+                ids(c.removing_replicas)) for c in inactive]) + "]"
         prior_text = self._prior_epochs(partition.prior_partition_epochs)
         return _PARTITION % (
             url, f"{self._crn}/partition={p}", _offset_field(offset), self.topic.name, p,

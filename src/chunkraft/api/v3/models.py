@@ -199,10 +199,12 @@ class UpdateTopicBody(_Body):
 class KafkaChunk(BaseModel):
     """A chunk of a partition; offsets are inclusive. The active chunk has ``is_active``,
     ``stop_offset`` = ``end_offset`` = -1, the partition's leader epoch as ``chunk_epoch`` and
-    its leader; an inactive chunk has ``leader_id`` -1."""
+    its leader; an inactive chunk has ``leader_id`` -1. In a partition's ``inactive_chunks``
+    a chunk carries no ``kind`` and no ``metadata`` (its URL is the partition's ``chunks`` link
+    and its start offset): that keeps the describe of a large topic half the size."""
 
     kind: str = "KafkaChunk"
-    metadata: ResourceMetadata
+    metadata: ResourceMetadata | None = None
     topic_name: str
     partition_id: int
     start_offset: int
