@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from chunkraft.cli import cluster, controller, demo, quorum, records_dump
+from chunkraft.cli import acls, chunks, cluster, controller, demo, quorum, records_dump, topics
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -20,7 +20,10 @@ __all__ = ["COMMANDS", "GROUPS", "build_parser", "main"]
 
 Register = Callable[["Subcommands"], None]
 
-COMMANDS: tuple[Register, ...] = (cluster.register, controller.register, demo.register)
+COMMANDS: tuple[Register, ...] = (
+    cluster.register, controller.register, demo.register,
+    topics.register, chunks.register, acls.register,
+)
 """Top-level subcommands: ``chunkraft NAME``."""
 
 GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {

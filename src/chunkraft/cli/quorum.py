@@ -2,17 +2,20 @@
 
 ``--status`` prints the cluster id, leader, epoch, high watermark and the followers' largest
 lag; ``--replication`` one line per voter with its log end index, lag and last contact, as the
-leader sees them. Asks any controller: the one given first that answers.
+leader sees them. Asks any controller: the one given first that answers. ``--command-config``
+gives the credentials (describing the quorum needs DESCRIBE on the cluster), ``--output json``
+prints the leader's answer as JSON; a failure prints ``Error while executing quorum command :
+...`` and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING, Any
 
-import httpx
+from chunkraft.cli.output import ToolError, fail, print_json
+from chunkraft.client.admin import AdminClient, AdminError
+from chunkraft.client.command_config import CommandConfig, CommandConfigError
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -31,32 +34,34 @@ def register(commands: Subcommands) -> None:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true", help="leader, epoch, high watermark")
     what.add_argument("--replication", action="store_true", help="one line per voter")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="properties file with credentials (bearer.token=...); default: "
+                             "the CHUNKRAFT_TOKEN environment variable")
+    parser.add_argument("--output", choices=("table", "json"), default="table",
+                        help="table (kafka-metadata-quorum's layout) or json")
+    parser.add_argument("--json", dest="output", action="store_const", const="json",
+                        help="the same as --output json")
     parser.set_defaults(handler=_describe)
 
 
-def fetch_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
-    """The quorum as the leader sees it (asked through any controller that answers)."""
-    errors = []
-    for url in [part.strip().rstrip("/") for part in bootstrap.split(",") if part.strip()]:
-        try:
-            answer = httpx.get(f"{url}/controller/v1/quorum", timeout=timeout)
-            answer.raise_for_status()
-            status: dict[str, Any] = answer.json()
-        except (httpx.HTTPError, ValueError) as error:
-            errors.append(f"{url}: {error}")
-            continue
-        leader = status.get("leader_id")
-        urls = status.get("controller_urls") or {}
-        if leader is not None and leader != status.get("node_id") and str(leader) in urls:
-            try:  # only the leader knows each follower's progress
-                answer = httpx.get(f"{urls[str(leader)]}/controller/v1/quorum", timeout=timeout)
-                answer.raise_for_status()
-                status = answer.json()
-            except (httpx.HTTPError, ValueError):
-                pass
-        return status
-    raise ConnectionError("no controller answered: " + "; ".join(errors))
+def fetch_quorum(bootstrap: str, timeout: float = 5.0,
+                 config: CommandConfig | None = None) -> dict[str, Any]:
+    """The quorum as the leader sees it (asked through any controller that answers).
+
+    AdminError when no controller answers, or one refuses (401, 403)."""
+    with AdminClient(bootstrap, config, timeout=timeout, retry_for=timeout,
+                     max_attempts=4) as client:
+        status = client.get("/controller/v1/quorum")
+    leader = status.get("leader_id")
+    urls = status.get("controller_urls") or {}
+    if leader is not None and leader != status.get("node_id") and str(leader) in urls:
+        try:  # only the leader knows each follower's progress
+            with AdminClient(urls[str(leader)], config, timeout=timeout, retry_for=timeout,
+                             max_attempts=1) as leader_client:
+                status = leader_client.get("/controller/v1/quorum")
+        except (AdminError, ValueError):
+            pass  # the follower's own view is still an answer
+    return status
 
 
 def format_status(status: dict[str, Any]) -> str:
@@ -97,12 +102,14 @@ def format_replication(status: dict[str, Any]) -> str:
 
 def _describe(args: argparse.Namespace) -> int:
     try:
-        status = fetch_quorum(args.bootstrap)
-    except ConnectionError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(status, indent=2))
+        config = CommandConfig.load(args.command_config)
+        status = fetch_quorum(args.bootstrap, config=config)
+    except AdminError as error:
+        return fail("quorum", error.describe())
+    except (CommandConfigError, ToolError, ValueError) as error:
+        return fail("quorum", str(error))
+    if args.output == "json":
+        print_json(status)
     elif args.replication:
         print(format_replication(status))
     else:

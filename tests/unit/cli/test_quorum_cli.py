@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,7 +86,8 @@ def test_describe_with_nothing_answering_exits_1_with_a_clear_message(
     captured = capsys.readouterr()
     assert status == 1
     assert captured.out == ""
-    assert captured.err.startswith(f"error: no controller answered: {url}: ")
+    assert captured.err == ("Error while executing quorum command : NETWORK_EXCEPTION: no "
+                            f"controller answered: {url}: connection refused\n")
     assert captured.err.count("\n") == 1
 
 
@@ -154,3 +156,24 @@ def _closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+def test_output_json_and_a_command_config(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("bearer.token=crt_anything\n")
+    with serving(LocalRaft(1)) as url:
+        assert main(["quorum", "describe", "--output", "json", "--command-config", str(config),
+                     "--bootstrap-server", url]) == 0
+    assert json.loads(capsys.readouterr().out)["leader_id"] == 1
+
+
+def test_a_missing_command_config_is_a_quorum_command_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.properties"
+    status = main(["quorum", "describe", "--status", "--command-config", str(missing),
+                   "--bootstrap-server", "http://127.0.0.1:1"])
+    assert status == 1
+    assert capsys.readouterr().err == (
+        f"Error while executing quorum command : cannot read command config file {missing}: "
+        "No such file or directory\n")

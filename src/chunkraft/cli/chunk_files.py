@@ -1,0 +1,178 @@
+"""The JSON files of ``chunkraft chunks``, exactly as KIP-1114's examples write them.
+
+Create-chunk file (one item per partition whose active chunk is cut)::
+
+    {"partitions": [{"topic": "topic1", "partition": 0, "replicas": [1, 2, 3]},
+                    {"topic": "topic2", "partition": 2, "replicas": [2, 9, 12]}]}
+
+An item may also give ``leader`` and the offsets its leader read (``startOffset`` and
+``prevEndOffset``, with ``prevStopOffset`` defaulting to ``startOffset - 1`` and
+``startTimestamp`` to now): such an item goes straight to the controller's CreateChunks, which
+is what an operator does when no broker runs. Without offsets (the KIP's form) the controller
+asks the partition's leader broker to cut.
+
+Alter-chunk file (one item per inactive chunk to move)::
+
+    {"chunks": [{"topic": "topic1", "partition": 0, "startOffset": 289818,
+                 "replicas": [4, 5, 6]}]}
+
+with an optional ``chunkEpoch`` (the move is refused if the chunk's epoch changed since).
+
+The readers turn a file into REST v3 items (snake_case) and refuse anything else with a message
+naming the file, the item and the key: an unknown key, a wrong type, a missing field, an empty
+list. A ``"version": 1`` key is accepted at the top, as in Kafka's reassignment files.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from chunkraft.cli.output import ToolError
+
+__all__ = [
+    "MAX_ITEMS",
+    "parse_alter_chunks",
+    "parse_create_chunks",
+    "read_alter_chunk_file",
+    "read_create_chunk_file",
+]
+
+MAX_ITEMS = 1000
+"""Items one request may carry (the REST API's batch bound)."""
+
+_CREATE_OPTIONAL = {"leader": "leader", "prevStopOffset": "prev_stop_offset",
+                    "prevEndOffset": "prev_end_offset", "startOffset": "start_offset",
+                    "startTimestamp": "start_timestamp"}
+_ALTER_OPTIONAL = {"chunkEpoch": "chunk_epoch"}
+
+
+def read_create_chunk_file(path: str | Path) -> list[dict[str, Any]]:
+    """The REST ``chunks:create`` items of a create-chunk JSON file; ToolError if unusable."""
+    return parse_create_chunks(_load(path, "create-chunk"), str(path))
+
+
+def read_alter_chunk_file(path: str | Path) -> list[dict[str, Any]]:
+    """The REST ``chunks:alter-assignments`` items of an alter-chunk JSON file."""
+    return parse_alter_chunks(_load(path, "alter-chunk"), str(path))
+
+
+def parse_create_chunks(document: Any, source: str = "the file") -> list[dict[str, Any]]:
+    """A create-chunk document (already parsed JSON) -> REST items."""
+    items = _items(document, "partitions", source)
+    result = []
+    for index, raw in enumerate(items):
+        where = f"{source}: partitions[{index}]"
+        item = _common(raw, where, set(_CREATE_OPTIONAL))
+        for key, field in _CREATE_OPTIONAL.items():
+            if key in raw:
+                item[field] = _integer(raw, key, where, minimum=-1 if key == "leader" else 0)
+        given = [key for key in ("prevStopOffset", "prevEndOffset", "startOffset",
+                                 "startTimestamp") if key in raw]
+        if given:
+            for key in ("startOffset", "prevEndOffset"):
+                if key not in raw:
+                    raise ToolError(f"{where}: {', '.join(given)} given without {key} (an "
+                                    "item names startOffset and prevEndOffset together, or "
+                                    "no offsets at all)")
+            item.setdefault("prev_stop_offset", item["start_offset"] - 1)
+            item.setdefault("start_timestamp", int(time.time() * 1000))
+        result.append(item)
+    return result
+
+
+def parse_alter_chunks(document: Any, source: str = "the file") -> list[dict[str, Any]]:
+    """An alter-chunk document (already parsed JSON) -> REST items."""
+    items = _items(document, "chunks", source)
+    result = []
+    for index, raw in enumerate(items):
+        where = f"{source}: chunks[{index}]"
+        item = _common(raw, where, {"startOffset", *_ALTER_OPTIONAL})
+        if "startOffset" not in raw:
+            raise ToolError(f"{where}: no \"startOffset\" (the start offset of the chunk "
+                            "to move)")
+        item["start_offset"] = _integer(raw, "startOffset", where, minimum=0)
+        if "chunkEpoch" in raw:
+            item["chunk_epoch"] = _integer(raw, "chunkEpoch", where, minimum=-1)
+        result.append(item)
+    return result
+
+
+def _load(path: str | Path, kind: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ToolError(f"{kind} JSON file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ToolError(f"cannot read {kind} JSON file {path}: {reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ToolError(f"{kind} JSON file {path} is not valid JSON: {error.msg} "
+                        f"(line {error.lineno}, column {error.colno})") from None
+
+
+def _items(document: Any, key: str, source: str) -> list[dict[str, Any]]:
+    if not isinstance(document, dict):
+        raise ToolError(f'{source}: expected a JSON object {{"{key}": [...]}}')
+    unknown = sorted(set(document) - {key, "version"})
+    if unknown:
+        raise ToolError(f"{source}: unknown key {', '.join(map(repr, unknown))} at the top "
+                        f'(expected "{key}")')
+    if "version" in document and document["version"] != 1:
+        raise ToolError(f"{source}: unsupported version {document['version']!r} (expected 1)")
+    items = document.get(key)
+    if not isinstance(items, list):
+        raise ToolError(f'{source}: "{key}" must be a list' if key in document
+                        else f'{source}: no "{key}" list')
+    if not items:
+        raise ToolError(f'{source}: "{key}" is empty: nothing to do')
+    if len(items) > MAX_ITEMS:
+        raise ToolError(f'{source}: "{key}" has {len(items)} items; at most {MAX_ITEMS} '
+                        "per request (split the file)")
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ToolError(f"{source}: {key}[{index}] must be a JSON object")
+    return items
+
+
+def _common(raw: dict[str, Any], where: str, optional: set[str]) -> dict[str, Any]:
+    """``topic``, ``partition`` and ``replicas``, which every item of both files has."""
+    unknown = sorted(set(raw) - {"topic", "partition", "replicas", *optional})
+    if unknown:
+        raise ToolError(f"{where}: unknown key {', '.join(map(repr, unknown))} (known: "
+                        + ", ".join(sorted({"topic", "partition", "replicas", *optional}))
+                        + ")")
+    topic = raw.get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise ToolError(f'{where}: "topic" must be a non-empty string')
+    if "partition" not in raw:
+        raise ToolError(f'{where}: no "partition"')
+    partition = _integer(raw, "partition", where, minimum=0)
+    replicas = raw.get("replicas")
+    if not isinstance(replicas, list) or not replicas:
+        raise ToolError(f'{where}: "replicas" must be a non-empty list of broker ids')
+    brokers = []
+    for broker in replicas:
+        if not _is_int(broker) or broker < 0:
+            raise ToolError(f'{where}: "replicas" must hold broker ids (integers >= 0), '
+                            f"not {broker!r}")
+        brokers.append(broker)
+    if len(set(brokers)) != len(brokers):
+        raise ToolError(f'{where}: "replicas" lists a broker twice: {brokers}')
+    return {"topic": topic, "partition": partition, "replicas": brokers}
+
+
+def _integer(raw: dict[str, Any], key: str, where: str, *, minimum: int) -> int:
+    value = raw[key]
+    if not _is_int(value) or value < minimum:
+        raise ToolError(f'{where}: "{key}" must be an integer >= {minimum}, not {value!r}')
+    result: int = value
+    return result
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
