@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from chunkraft.api.authentication import Authenticator
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
@@ -36,6 +38,13 @@ class ControllerContext:
     super_users: tuple[str, ...] = ()
     authorizer: Authorizer | None = None
     """None only for in-process tests of other layers: every request is then allowed."""
+    authenticator: Authenticator | None = None
+    """None only for in-process tests of other layers: every request is then anonymous."""
+    forwarding_key: bytes = b""
+    """Signs the principal of a write forwarded to the leader (see api.authentication)."""
+    ssl_context: ssl.SSLContext | None = None
+    """How forwarding verifies the other controllers (and presents this node's certificate)
+    over https; None: httpx's default verification."""
     monotonic: Callable[[], float] = time.monotonic
     forward_timeout: float = 30.0
     _client: httpx.AsyncClient | None = field(default=None, repr=False)
@@ -59,7 +68,9 @@ class ControllerContext:
             return self._client
         if not self._pool:
             limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
-            self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits)
+            verify: ssl.SSLContext | bool = self.ssl_context or True
+            self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits,
+                                            verify=verify)
                           for _ in range(FORWARDING_CLIENTS)]
         self._turn = (self._turn + 1) % len(self._pool)
         return self._pool[self._turn]

@@ -2,12 +2,18 @@
 
 Write routes run on the leader (followers forward them); read routes answer from the local
 committed image. Bodies are the protocol messages of ``chunkraft.protocol``.
+
+Authorization: a broker's calls (registration, heartbeat, AlterPartition, producer ids, chunk
+replica state, CreateChunks with a broker id) need the caller to be that broker; UnregisterBroker
+and ACL changes need ALTER on the cluster, DescribeAcls DESCRIBE (:mod:`chunkraft.api.access`,
+403 otherwise); topic operations are authorized per topic (:mod:`chunkraft.api.authorized`).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
+from chunkraft.api.access import as_broker, cluster_refusal, on_cluster
 from chunkraft.api.authorized import (
     alter_chunk_assignments_as,
     create_chunks_as,
@@ -24,6 +30,7 @@ from chunkraft.controller.operations.alter_partition import alter_partition
 from chunkraft.controller.operations.chunks import chunk_replica_state
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.protocol.acls import (
+    AclOperation,
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,
@@ -85,7 +92,7 @@ def _register(context: ControllerContext, principal: Principal,
                                               context.monotonic())
         return result
 
-    return operation
+    return as_broker(context, principal, request.broker_id, operation)
 
 
 def _heartbeat(context: ControllerContext, principal: Principal,
@@ -98,7 +105,7 @@ def _heartbeat(context: ControllerContext, principal: Principal,
                                               context.monotonic())
         return result
 
-    return operation
+    return as_broker(context, principal, request.broker_id, operation)
 
 
 def _unregister(context: ControllerContext, principal: Principal,
@@ -110,7 +117,7 @@ def _unregister(context: ControllerContext, principal: Principal,
             context.heartbeats.forget(request.broker_id)
         return result
 
-    return operation
+    return on_cluster(context, principal, AclOperation.ALTER, operation)
 
 
 add_write_route(router, "/broker-registration", BrokerRegistrationRequest,
@@ -120,12 +127,15 @@ add_write_route(router, "/broker-heartbeat", BrokerHeartbeatRequest, BrokerHeart
 add_write_route(router, "/unregister-broker", UnregisterBrokerRequest, UnregisterBrokerResponse,
                 _unregister, summary="UnregisterBroker")
 add_write_route(router, "/alter-partition", AlterPartitionRequest, AlterPartitionResponse,
-                lambda context, principal, request: lambda image: alter_partition(image, request),
+                lambda context, principal, request: as_broker(
+                    context, principal, request.broker_id,
+                    lambda image: alter_partition(image, request)),
                 summary="AlterPartition (ISR changes from the leader)")
 add_write_route(router, "/allocate-producer-ids", AllocateProducerIdsRequest,
                 AllocateProducerIdsResponse,
-                lambda context, principal, request: lambda image: (
-                    producer_ids.allocate_producer_ids(image, request)),
+                lambda context, principal, request: as_broker(
+                    context, principal, request.broker_id,
+                    lambda image: producer_ids.allocate_producer_ids(image, request)),
                 summary="AllocateProducerIds (blocks of 1000)")
 
 # ---------------------------------------------------------------- topics
@@ -146,9 +156,18 @@ add_write_route(router, "/create-partitions", CreatePartitionsRequest, CreatePar
 
 # ---------------------------------------------------------------- chunks (KIP-1114)
 
+
+def _create_chunks(context: ControllerContext, principal: Principal,
+                   request: CreateChunksRequest) -> Operation[CreateChunksResponse]:
+    """From a broker (``broker_id`` >= 0) only as that broker; from an admin, per topic."""
+    operation = create_chunks_as(principal, context.authorizer, request)
+    if request.broker_id >= 0:
+        return as_broker(context, principal, request.broker_id, operation)
+    return operation
+
+
 add_write_route(router, "/create-chunks", CreateChunksRequest, CreateChunksResponse,
-                lambda context, principal, request: create_chunks_as(
-                    principal, context.authorizer, request),
+                lambda context, principal, request: _create_chunks(context, principal, request),
                 summary="CreateChunks: cut the active chunk at the offsets its leader read")
 add_write_route(router, "/alter-chunk-assignments", AlterChunkAssignmentsRequest,
                 AlterChunkAssignmentsResponse,
@@ -157,8 +176,9 @@ add_write_route(router, "/alter-chunk-assignments", AlterChunkAssignmentsRequest
                 summary="AlterChunkAssignments: move the replicas of inactive chunks")
 add_write_route(router, "/chunk-replica-state", ChunkReplicaStateRequest,
                 ChunkReplicaStateResponse,
-                lambda context, principal, request: lambda image: chunk_replica_state(
-                    image, request),
+                lambda context, principal, request: as_broker(
+                    context, principal, request.broker_id,
+                    lambda image: chunk_replica_state(image, request)),
                 summary="A broker reports a chunk copy complete, or drops its replica")
 
 
@@ -176,12 +196,17 @@ add_read_route(router, "/metadata", MetadataRequest, MetadataResponse, _metadata
 # ---------------------------------------------------------------- ACLs
 
 add_write_route(router, "/create-acls", CreateAclsRequest, CreateAclsResponse,
-                lambda context, principal, request: lambda image: acls.create_acls(image, request),
-                summary="CreateAcls")
+                lambda context, principal, request: on_cluster(
+                    context, principal, AclOperation.ALTER,
+                    lambda image: acls.create_acls(image, request)),
+                summary="CreateAcls (ALTER on the cluster)")
 add_write_route(router, "/delete-acls", DeleteAclsRequest, DeleteAclsResponse,
-                lambda context, principal, request: lambda image: acls.delete_acls(image, request),
-                summary="DeleteAcls")
+                lambda context, principal, request: on_cluster(
+                    context, principal, AclOperation.ALTER,
+                    lambda image: acls.delete_acls(image, request)),
+                summary="DeleteAcls (ALTER on the cluster)")
 add_read_route(router, "/describe-acls", DescribeAclsRequest, DescribeAclsResponse,
-               lambda context, principal, image, request: acls.describe_acls(
-                   image, request).response,
-               summary="DescribeAcls")
+               lambda context, principal, image, request: (
+                   cluster_refusal(context, principal, AclOperation.DESCRIBE, image)
+                   or acls.describe_acls(image, request).response),
+               summary="DescribeAcls (DESCRIBE on the cluster)")

@@ -4,16 +4,29 @@ The follower keeps the request's idempotency key (generating one if the client s
 if the leader dies mid-request a retry can never apply twice. A forwarded request carries
 ``X-Chunkraft-Forwarded``; a node that is not the leader either answers it with 421 instead of
 forwarding again, so requests never bounce between nodes.
+
+The client's credentials are not passed on: the follower authenticated the request, and sends
+the principal in ``X-Chunkraft-Principal`` (and its host in ``X-Chunkraft-Principal-Host``)
+signed with the controllers' forwarding key, so the leader authorizes the write as that
+principal whether it came with a token or a client certificate the leader never saw.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import quote
 
 import httpx
 from fastapi import Request, Response
 
+from chunkraft.api.authentication import (
+    PRINCIPAL_HEADER,
+    PRINCIPAL_HOST_HEADER,
+    SIGNATURE_HEADER,
+    principal_of,
+    sign_principal,
+)
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import error_response
 from chunkraft.error_codes import Errors
@@ -23,7 +36,7 @@ __all__ = ["FORWARDED_HEADER", "IDEMPOTENCY_HEADER", "OFFSET_HEADER", "forward_t
 FORWARDED_HEADER = "X-Chunkraft-Forwarded"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 OFFSET_HEADER = "X-Metadata-Offset"
-_PASSED_HEADERS = ("authorization", "content-type")
+_PASSED_HEADERS = ("content-type",)
 LEADER_WAIT = 3.0
 """How long a follower waits for an election to name a leader before answering 503."""
 
@@ -53,6 +66,11 @@ async def forward_to_leader(
                if name.lower() in _PASSED_HEADERS}
     headers[IDEMPOTENCY_HEADER] = key.hex()
     headers[FORWARDED_HEADER] = str(context.node_id)
+    principal = principal_of(request)
+    headers[PRINCIPAL_HEADER] = quote(principal.name, safe="")  # a CN may be any Unicode
+    headers[PRINCIPAL_HOST_HEADER] = quote(principal.host, safe="")
+    headers[SIGNATURE_HEADER] = sign_principal(context.forwarding_key, principal, key.hex(),
+                                               request.scope["path"])
     url = context.controller_urls[leader] + request.url.path
     if request.url.query:
         url += "?" + request.url.query

@@ -7,19 +7,26 @@ import dataclasses
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from chunkraft.api.access import cluster_refusal
+from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
+from chunkraft.protocol.acls import AclOperation
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/controller/v1", tags=["quorum"])
 
 
-@router.get("/quorum", summary="Leader, epoch, high watermark and each voter's progress")
+@router.get("/quorum", summary="Leader, epoch, high watermark and each voter's progress "
+            "(DESCRIBE on the cluster)")
 async def describe_quorum(request: Request) -> Response:
     context: ControllerContext = request.app.state.context
     controller = context.controller
     status = controller.raft.status()
     image = controller.image
+    refusal = cluster_refusal(context, principal_of(request), AclOperation.DESCRIBE, image)
+    if refusal is not None:
+        return refusal
     body = dataclasses.asdict(status)
     body.update(
         cluster_id=context.cluster_id_text,

@@ -6,6 +6,9 @@ codec's bytes, base64 in JSON. A reader older than the retained tail gets
 ``snapshot_needed: true`` and the offset of the snapshot to load from
 ``GET /controller/v1/snapshot``: the committed image as snapshot batches (``records/files``
 format), with its end offset and epoch in headers.
+
+Both need CLUSTER_ACTION on the cluster (brokers and other controllers read the stream; the
+records name every principal's ACLs), else 403.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from collections.abc import Iterator
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
+from chunkraft.api.access import cluster_refusal
+from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import error_response
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.acls import AclOperation
 from chunkraft.records.files import snapshot_batches
 
 __all__ = ["router"]
@@ -40,6 +46,9 @@ async def read_metadata_log(
     wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS),
 ) -> Response:
     context: ControllerContext = request.app.state.context
+    refusal = cluster_refusal(context, principal_of(request), AclOperation.CLUSTER_ACTION)
+    if refusal is not None:
+        return refusal
     controller = context.controller
     read = await controller.read_after(after, max_records=max_records, max_bytes=max_bytes,
                                        wait=wait_ms / 1000)
@@ -70,6 +79,9 @@ async def read_metadata_log(
 async def read_snapshot(request: Request) -> Response:
     context: ControllerContext = request.app.state.context
     image = context.controller.image
+    refusal = cluster_refusal(context, principal_of(request), AclOperation.CLUSTER_ACTION, image)
+    if refusal is not None:
+        return refusal
     if image.offset < 0:
         return error_response(Errors.SNAPSHOT_NEEDED, "nothing has been committed yet", 404)
     epoch = max(image.epoch, 0)

@@ -9,20 +9,25 @@ gracefully (in-flight requests finish), then the Raft node closes its journal an
 from __future__ import annotations
 
 import logging
+import ssl
 import sys
 
 import uvicorn
 
 from chunkraft.api.app import create_app
+from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.api.context import ControllerContext
+from chunkraft.api.tls import TlsSettings, client_ssl_context
 from chunkraft.controller.config import ControllerConfig, check_authentication
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.storage import check_storage
-from chunkraft.errors import ChunkraftError
+from chunkraft.errors import ChunkraftError, ConfigError
+from chunkraft.security.authorizer import Authorizer
+from chunkraft.security.credentials import CredentialsFileError, CredentialStore
 
-__all__ = ["raft_settings", "run_controller"]
+__all__ = ["authenticator_of", "raft_settings", "run_controller", "tls_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +52,40 @@ def raft_settings(config: ControllerConfig) -> RaftSettings:
     )
 
 
+def tls_settings(config: ControllerConfig) -> TlsSettings | None:
+    """The listener's TLS files, or None for plain http."""
+    if config.ssl_certfile is None:
+        return None
+    return TlsSettings(config.ssl_certfile, config.ssl_keyfile, config.ssl_ca_file,
+                       config.ssl_client_auth)
+
+
+def authenticator_of(config: ControllerConfig) -> Authenticator:
+    """The node's Authenticator; ConfigError if the credentials file cannot be read."""
+    store = None
+    if config.auth_credentials_file is not None:
+        try:
+            store = CredentialStore(config.auth_credentials_file)
+        except CredentialsFileError as error:
+            raise ConfigError(f"auth.credentials.file: {error}",
+                              setting="auth.credentials.file") from None
+        if not config.auth_credentials_file.exists():
+            logger.warning("auth.credentials.file %s does not exist (yet): no bearer token is "
+                           "accepted until it does", config.auth_credentials_file)
+    return Authenticator(credentials=store, certificates=config.ssl_client_auth != "none",
+                         allow_anonymous=config.auth_allow_anonymous,
+                         forwarding_key=forwarding_key(config.raft_password))
+
+
+def _client_context(tls: TlsSettings) -> ssl.SSLContext:
+    try:
+        return client_ssl_context(tls)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(f"ssl.certfile / ssl.keyfile / ssl.ca.file: cannot load "
+                          f"{tls.certfile}, {tls.keyfile}, {tls.ca_file}: {error}",
+                          setting="ssl.certfile") from None
+
+
 def run_controller(config: ControllerConfig) -> int:
     """Runs the node until SIGTERM / SIGINT; returns the process exit status."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -55,6 +94,9 @@ def run_controller(config: ControllerConfig) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per forwarded request
     try:
         check_authentication(config)
+        authenticator = authenticator_of(config)
+        tls = tls_settings(config)
+        ssl_context = _client_context(tls) if tls is not None else None
         check_storage(config.data_dir, config.cluster_id, config.node_id)
         node = RaftNode(raft_settings(config))
     except ChunkraftError as error:
@@ -69,6 +111,13 @@ def run_controller(config: ControllerConfig) -> int:
             controller_urls={entry.node_id: entry.url for entry in config.controller_http_urls},
             heartbeats=BrokerHeartbeatTracker(config.broker_session_timeout_ms / 1000),
             super_users=config.super_users,
+            authorizer=Authorizer(
+                config.super_users,
+                allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+                broker_principal=config.auth_broker_principal),
+            authenticator=authenticator,
+            forwarding_key=authenticator.forwarding_key,
+            ssl_context=ssl_context,
             forward_timeout=config.request_timeout_ms / 1000,
         )
         app = create_app(context, freeze_heap=True)
@@ -76,7 +125,7 @@ def run_controller(config: ControllerConfig) -> int:
         server = uvicorn.Server(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
             access_log=False, proxy_headers=False, lifespan="on",
-            timeout_graceful_shutdown=10))
+            timeout_graceful_shutdown=10, **(tls.uvicorn_options() if tls else {})))
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)

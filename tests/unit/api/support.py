@@ -65,8 +65,10 @@ async def running_node(
     monitor_sessions: bool = False,
     heartbeats: BrokerHeartbeatTracker | None = None,
     monotonic: Callable[[], float] | None = None,
+    **security: Any,
 ) -> AsyncIterator[Node]:
-    """A controller app with its lifespan running (the controller bound to this loop)."""
+    """A controller app with its lifespan running (the controller bound to this loop).
+    ``security``: ControllerContext's ``authenticator``, ``authorizer``, ``forwarding_key``."""
     raft = raft if raft is not None else LocalRaft(node_id)
     context = ControllerContext(
         controller=QuorumController(raft, request_timeout=5.0),
@@ -75,6 +77,7 @@ async def running_node(
         controller_urls=controller_urls or {},
         heartbeats=heartbeats or BrokerHeartbeatTracker(),
         _client=forward_client,
+        **security,
     )
     if monotonic is not None:
         context.monotonic = monotonic

@@ -16,6 +16,11 @@ import httpx
 import pytest
 
 from chunkraft.api import forwarding
+from chunkraft.api.authentication import (
+    PRINCIPAL_HEADER,
+    PRINCIPAL_HOST_HEADER,
+    SIGNATURE_HEADER,
+)
 from chunkraft.api.forwarding import FORWARDED_HEADER
 from chunkraft.controller.raft.entry import ProposedBatch
 from chunkraft.controller.raft.local import LocalRaft
@@ -68,7 +73,12 @@ def test_a_follower_forwards_a_write_to_the_leader() -> None:
                 (forwarded,) = seen
                 assert str(forwarded.url) == f"{LEADER_URL}{V1}/create-topics"
                 assert forwarded.headers[FORWARDED_HEADER] == "2"
-                assert forwarded.headers["authorization"] == "Bearer t0ken"
+                # The credentials stay with the follower; the principal it authenticated goes
+                # on, signed (tests/unit/api/test_authentication.py checks the signature).
+                assert "authorization" not in forwarded.headers
+                assert forwarded.headers[PRINCIPAL_HEADER] == "User%3AANONYMOUS"
+                assert forwarded.headers[PRINCIPAL_HOST_HEADER] == "%2A"
+                assert len(forwarded.headers[SIGNATURE_HEADER]) == 64
                 # The follower kept the client's key: the same key sent to the leader directly
                 # is a retry of the forwarded write, answered the same and committed once.
                 direct = await leader.post("create-topics", TOPIC,
