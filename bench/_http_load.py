@@ -144,11 +144,19 @@ class LoadResult:
         self.first_error = self.first_error or other.first_error
 
 
+def auth_headers() -> dict[str, str]:
+    """``Authorization`` for ``$CHUNKRAFT_TOKEN`` (the quorum's admin token, which the bench
+    script sets before it spawns client processes; they inherit it), or none."""
+    token = os.environ.get("CHUNKRAFT_TOKEN")
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
 def new_client(url: str, timeout: float = 30.0) -> httpx.AsyncClient:
     """An AsyncClient with one keep-alive connection. The TLS context (never used: plain
     HTTP) is built once and shared: httpx builds one per client otherwise, ~0.1 s each here."""
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    return httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout, verify=_TLS)
+    return httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout, verify=_TLS,
+                             headers=auth_headers())
 
 
 async def _task(workload: Workload, task: int, tasks: int, start: float, end: float,

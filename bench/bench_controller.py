@@ -51,7 +51,15 @@ from typing import Any
 import httpx
 
 from _etcd import EtcdCluster, ensure_etcd, etcd_version
-from _http_load import LoadResult, Workload, new_client, percentile, run_load, summary
+from _http_load import (
+    LoadResult,
+    Workload,
+    auth_headers,
+    new_client,
+    percentile,
+    run_load,
+    summary,
+)
 from _pysyncobj_front import RawCluster
 from _report import append_section, emit
 from chunkraft.deploy.local_cluster import LocalCluster
@@ -134,16 +142,24 @@ def code_version() -> str:
 # ------------------------------------------------------------------ chunkraft helpers
 
 
+def authenticated(cluster: LocalCluster) -> LocalCluster:
+    """``cluster``, with its admin token in ``$CHUNKRAFT_TOKEN`` for every client of this
+    process and of the client processes it spawns (see ``_http_load.auth_headers``)."""
+    os.environ["CHUNKRAFT_TOKEN"] = cluster.admin_token
+    return cluster
+
+
 def quorum(url: str, hash_: bool = False, timeout: float = 5.0) -> dict[str, Any]:
     suffix = "?hash=true" if hash_ else ""
-    return dict(httpx.get(f"{url}/controller/v1/quorum{suffix}", timeout=timeout).json())
+    return dict(httpx.get(f"{url}/controller/v1/quorum{suffix}", timeout=timeout,
+                          headers=auth_headers()).json())
 
 
 def post(url: str, path: str, body: dict[str, Any], timeout: float = 60.0,
          attempts: int = 30) -> dict[str, Any]:
     """A setup write, retried with the same idempotency key (so applied once) while the
     quorum changes leader: 421 / 503 answers and connection errors."""
-    headers = {"Idempotency-Key": os.urandom(16).hex()}
+    headers = {"Idempotency-Key": os.urandom(16).hex(), **auth_headers()}
     problem = ""
     for _attempt in range(attempts):
         try:
@@ -223,7 +239,7 @@ def delete_prefixed(url: str, prefix: str) -> None:
     """Deletes every topic whose name starts with ``prefix`` (keeps the image small)."""
     answer = httpx.post(f"{url}/controller/v1/metadata", json={"topics": None,
                                                                "include_chunks": False},
-                        timeout=120).json()
+                        timeout=120, headers=auth_headers()).json()
     delete_names(url, [t["name"] for t in answer.get("topics", [])
                        if str(t.get("name")).startswith(prefix + "-")])
 
@@ -517,7 +533,7 @@ async def _failover_once(kill: Callable[[], None], target: str, path: str,
 
 def bench_failover(args: argparse.Namespace, base: Path, etcd_binary: str | None) -> None:
     runs = 2 if args.quick else 5
-    with LocalCluster(base / "failover") as cluster:
+    with authenticated(LocalCluster(base / "failover")) as cluster:
         brokers = Brokers(cluster)
         try:
             times = []
@@ -646,7 +662,7 @@ def bench_restart(args: argparse.Namespace, base: Path) -> None:
     topics = max(args.partitions // per_topic, 1)
     never = {"raft.log.compaction.min.entries": "100000000",
              "raft.log.compaction.min.time.ms": "86400000"}
-    with LocalCluster(base / "restart", extra_properties=dict(never)) as cluster:
+    with authenticated(LocalCluster(base / "restart", extra_properties=dict(never))) as cluster:
         # The brokers heartbeat all along, as real brokers would through a controller restart:
         # without them the new leader fences each broker, one record per partition it holds.
         brokers = Brokers(cluster)
@@ -960,7 +976,7 @@ def main() -> None:
 
 def chunkraft_load(args: argparse.Namespace, items: set[str], base: Path, duration: float,
                    repeats: int) -> None:
-    with LocalCluster(base / "load") as cluster:
+    with authenticated(LocalCluster(base / "load")) as cluster:
         brokers = Brokers(cluster)
         try:
             cluster.wait_ready(CLUSTER_TIMEOUT)
