@@ -1,0 +1,178 @@
+"""schemathesis against the OpenAPI document a real 3-node quorum serves, authenticated.
+
+Every operation of ``/openapi.json`` gets a bounded number of generated requests (hypothesis,
+derandomized so CI sees the same examples every run), sent alternately to the leader and to a
+follower (so forwarding is exercised too) with the admin's bearer token. Each answer must be:
+
+- no 5xx (a 503 REQUEST_TIMED_OUT is the documented answer to a read asking for a
+  ``min_offset`` the node has not applied, and is accepted for such a read only);
+- a status code, content type, headers and body the document declares for the operation.
+
+Generated requests are steered a little so they reach past the first 404: most v3 requests
+use the served cluster id and, in turn, a topic that exists. Failures of every operation are
+collected and reported together, each with the request that caused it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.core.failures import Failure, FailureGroup
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from chunkraft.deploy.local_cluster import LocalCluster
+from tests.support.cluster_client import admin_client, new_key
+
+POSITIVE_EXAMPLES = 25
+"""Valid requests per operation (about 50 operations: near a minute)."""
+NEGATIVE_EXAMPLES = 10
+"""Requests per operation that break the document (wrong types, missing fields...), which must
+be refused with a documented 4xx."""
+MAX_WAIT_MS = 100
+"""Long polls (``wait_ms``) are cut to this, so one example never holds the test for 30 s."""
+REQUEST_TIMEOUT = 30.0
+SEED_TOPIC = "openapi-seed"
+BROKERS = (1, 2, 3)
+
+EXCLUDED: dict[tuple[str, str], str] = {
+    # Nothing is excluded: every route can be called with any generated input. (An entry here
+    # is (METHOD, path template) -> why it cannot be called safely.)
+}
+
+CHECKS = [status_code_conformance, content_type_conformance, response_headers_conformance,
+          response_schema_conformance]
+
+
+def follower_of(cluster: LocalCluster, leader: int) -> int:
+    return next(node_id for node_id in sorted(cluster.nodes) if node_id != leader)
+
+
+def prepare(cluster: LocalCluster) -> str:
+    """Unfenced brokers and one topic, so generated requests can succeed; the cluster id."""
+    leader = cluster.wait_ready(60.0)
+    quorum = httpx.get(f"{cluster.nodes[leader].url}/controller/v1/quorum",
+                       headers=cluster.headers, timeout=10.0)
+    assert quorum.status_code == 200, quorum.text
+    cluster_id = str(quorum.json()["cluster_id"])
+    with admin_client(cluster) as client:
+        client.ensure_unfenced(BROKERS, cluster_id)
+        created = client.create_topics([(SEED_TOPIC, 3, 3)], key=new_key())
+        assert created.acknowledged, created.describe()
+        assert created.body is not None
+        assert created.body["topics"][0]["error_code"] in (0, 36), created.describe()
+    return cluster_id
+
+
+def steer(case: Any, index: int, cluster_id: str) -> None:
+    """Points a generated request at things that exist, in turn, and keeps it safe and short."""
+    path_parameters = case.path_parameters or {}
+    if "cluster_id" in path_parameters and index % 4:
+        path_parameters["cluster_id"] = cluster_id  # one in four keeps a random cluster id
+    if "topic_name" in path_parameters and index % 2:
+        path_parameters["topic_name"] = SEED_TOPIC
+    query = case.query
+    if isinstance(query, dict) and isinstance(query.get("wait_ms"), int):
+        query["wait_ms"] = max(min(query["wait_ms"], MAX_WAIT_MS), -MAX_WAIT_MS)
+    body = case.body
+    if case.path.endswith("/broker-registration") and isinstance(body, dict):
+        # A registration that succeeded would make the controller call its listener (the
+        # admin form of CreateChunks asks the partition leader to cut): only ever 127.0.0.1.
+        for listener in body.get("listeners") or []:
+            if isinstance(listener, dict):
+                listener["host"] = "127.0.0.1"
+
+
+def server_error(case: Any, response: Any) -> str | None:
+    """Why ``response`` is an unexpected 5xx, or None."""
+    if response.status_code < 500:
+        return None
+    query = case.query if isinstance(case.query, dict) else {}
+    min_offset = query.get("min_offset")
+    try:
+        name = response.json().get("error_name")
+    except ValueError:
+        name = None
+    if (response.status_code == 503 and name == "REQUEST_TIMED_OUT"
+            and isinstance(min_offset, int) and min_offset >= 0):
+        return None  # read-your-writes: the node has not applied min_offset within wait_ms
+    return f"server error {response.status_code}: {response.text[:500]}"
+
+
+def run_operation(operation: Any, mode: GenerationMode, count: int, urls: list[str],
+                  headers: dict[str, str], cluster_id: str, failures: list[str]) -> int:
+    """Sends the generated examples of one operation; returns how many were sent."""
+    sent = 0
+    found: set[str] = set()
+
+    def record(case: Any, base_url: str, problem: str) -> None:
+        key = problem.splitlines()[0][:200] if problem else "?"
+        if key not in found:  # one report per distinct problem of an operation
+            found.add(key)
+            curl = case.as_curl_command(headers={"Authorization": "Bearer <admin token>"},
+                                        base_url=base_url)
+            failures.append(f"{operation.label} ({mode.value}): {problem}\n    request: {curl}")
+
+    @given(case=operation.as_strategy(mode))
+    @settings(max_examples=count, deadline=None, database=None, derandomize=True,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    def examples(case: Any) -> None:
+        nonlocal sent
+        steer(case, sent, cluster_id)
+        base_url = urls[sent % len(urls)]
+        sent += 1
+        response = case.call(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT)
+        problem = server_error(case, response)
+        if problem is not None:
+            record(case, base_url, problem)
+            return
+        try:
+            case.validate_response(response, checks=CHECKS, headers=headers)
+        except (Failure, FailureGroup) as failure:
+            record(case, base_url, str(failure).strip()[:1500])
+
+    try:
+        examples()
+    except Unsatisfiable:
+        assert mode is GenerationMode.NEGATIVE, f"{operation.label}: no valid request"
+        # an operation without parameters or body cannot be called wrongly
+    return sent
+
+
+def check_every_operation(cluster: LocalCluster, mode: GenerationMode, count: int) -> None:
+    cluster_id = prepare(cluster)
+    leader = cluster.wait_ready(60.0)
+    urls = [cluster.nodes[leader].url, cluster.nodes[follower_of(cluster, leader)].url]
+    schema = schemathesis.openapi.from_url(f"{urls[0]}/openapi.json")  # exempt from auth
+    headers = {"Authorization": f"Bearer {cluster.admin_token}"}
+    failures: list[str] = []
+    counts: dict[str, int] = {}
+    started = time.monotonic()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if (operation.method.upper(), operation.path) in EXCLUDED:
+            continue
+        counts[operation.label] = run_operation(operation, mode, count, urls, headers,
+                                                cluster_id, failures)
+    elapsed = time.monotonic() - started
+    assert counts, "the served document has no operation"
+    assert not failures, (f"{len(failures)} problem(s) in {len(counts)} operations "
+                          f"({elapsed:.0f} s):\n\n" + "\n\n".join(failures))
+
+
+def test_valid_requests_get_the_answers_the_document_declares(quorum: LocalCluster) -> None:
+    check_every_operation(quorum, GenerationMode.POSITIVE, POSITIVE_EXAMPLES)
+
+
+def test_invalid_requests_are_refused_as_the_document_declares(quorum: LocalCluster) -> None:
+    check_every_operation(quorum, GenerationMode.NEGATIVE, NEGATIVE_EXAMPLES)
