@@ -11,7 +11,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from chunkraft.cli import acls, chunks, cluster, controller, demo, quorum, records_dump, topics
+from chunkraft.cli import (
+    acls,
+    chunks,
+    cluster,
+    controller,
+    credentials,
+    demo,
+    quorum,
+    records_dump,
+    topics,
+)
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -29,6 +39,7 @@ COMMANDS: tuple[Register, ...] = (
 GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {
     "records": ("inspect metadata records and the files that hold them", (records_dump.register,)),
     "quorum": ("describe the controller quorum", (quorum.register,)),
+    "credentials": ("manage the bearer tokens of a credentials file", (credentials.register,)),
 }
 """Subcommand groups: ``chunkraft GROUP NAME``, as ``{group: (help, registers)}``."""
 
