@@ -12,6 +12,7 @@ One :class:`ClusterClient` per thread (it holds one ``httpx.Client``).
 from __future__ import annotations
 
 import secrets
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -93,8 +94,7 @@ class ClusterClient:
         pause: float = 0.05,
         start_at: int = 0,
         token: str | None = None,
-        verify: Any = True,
-        cert: Any = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         if not urls:
             raise ValueError("no controller URL")
@@ -104,8 +104,7 @@ class ClusterClient:
         self.pause = pause
         self._next = start_at % len(self.urls)
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(timeout=request_timeout, headers=headers, verify=verify,
-                                  cert=cert)
+        self._http = httpx.Client(timeout=request_timeout, headers=headers, verify=verify)
 
     def close(self) -> None:
         self._http.close()
@@ -261,6 +260,7 @@ def admin_client(cluster: LocalCluster, **options: Any) -> ClusterClient:
     """A ClusterClient over every node of ``cluster``, authenticated as its admin (a super
     user); ``options`` are ClusterClient's keyword arguments."""
     options.setdefault("token", cluster.admin_token)
+    options.setdefault("verify", cluster.verify)
     return ClusterClient(cluster.urls, **options)
 
 

@@ -10,6 +10,7 @@ bounded backoff, moving to the next controller URL each time.
 from __future__ import annotations
 
 import os
+import ssl
 import time
 from typing import Any
 
@@ -33,10 +34,14 @@ class ControllerRpcError(Exception):
 
 
 class ControllerRpcClient:
-    """Synchronous client over a list of controller URLs. Not thread-safe: one per thread."""
+    """Synchronous client over a list of controller URLs. Not thread-safe: one per thread.
+
+    ``token`` is sent as ``Authorization: Bearer``; ``verify`` is httpx's (an SSL context with
+    the CA, and a client certificate for controllers that require one)."""
 
     def __init__(self, urls: list[str] | str, *, timeout: float = 30.0,
-                 retry_for: float = 30.0, token: str | None = None) -> None:
+                 retry_for: float = 30.0, token: str | None = None,
+                 verify: ssl.SSLContext | bool = True) -> None:
         if isinstance(urls, str):
             urls = [part.strip() for part in urls.split(",") if part.strip()]
         if not urls:
@@ -44,7 +49,7 @@ class ControllerRpcClient:
         self.urls = [url.rstrip("/") for url in urls]
         self.retry_for = retry_for
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._client = httpx.Client(timeout=timeout, headers=headers, verify=verify)
         self._next = 0
         self.last_offset = -1
 

@@ -10,6 +10,11 @@ every node's ``auth.credentials.file``) and keeps the tokens themselves in ``tok
 (mode 0600) under ``base_dir``: ``User:admin`` (a super user) and ``User:broker-1`` ..
 ``User:broker-N`` (``brokers``, 5 by default, so tests can register brokers as themselves). It
 also writes ``admin.properties``, a command-config file for the CLI (``bearer.token=...``).
+
+TLS (``tls=True``): ``prepare`` makes a private CA under ``base_dir/tls`` and a certificate per
+node (CN ``controller-N``, subjectAltName 127.0.0.1) and for the admin (CN ``admin``); every
+node serves https with ``ssl.client.auth`` = ``client_auth`` (``required`` by default), and
+:attr:`LocalCluster.ssl_context` verifies the nodes and presents the admin's certificate.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -31,6 +37,7 @@ import httpx
 from chunkraft.controller.storage import format_storage, random_cluster_id
 from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security import credentials
+from chunkraft.security.certificates import Issued, issue_certificate, make_ca
 
 __all__ = ["ADMIN_PRINCIPAL", "ControllerProcess", "LocalCluster", "free_ports", "write_private"]
 
@@ -80,10 +87,11 @@ class ControllerProcess:
     config_path: Path
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
 
     @property
     def running(self) -> bool:
@@ -104,6 +112,11 @@ class LocalCluster:
     """How many broker principals (``User:broker-1``..) get a token."""
     tokens: dict[str, str] = field(default_factory=dict, repr=False)
     """Principal -> its bearer token (the first one made for it)."""
+    tls: bool = False
+    """Serve https, with certificates from a private CA (see the module docstring)."""
+    client_auth: str = "required"
+    """``ssl.client.auth`` of every node when ``tls`` is on."""
+    _ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir)
@@ -114,7 +127,8 @@ class LocalCluster:
                 node_dir = self.base_dir / f"controller-{node_id}"
                 self.nodes[node_id] = ControllerProcess(
                     node_id, ports[index], ports[self.size + index], node_dir / "data",
-                    node_dir / "controller.properties", node_dir / "controller.log")
+                    node_dir / "controller.properties", node_dir / "controller.log",
+                    scheme="https" if self.tls else "http")
 
     @property
     def urls(self) -> list[str]:
@@ -132,6 +146,51 @@ class LocalCluster:
     def command_config_path(self) -> Path:
         """A CLI command-config file (``--command-config``) authenticating as the admin."""
         return self.base_dir / COMMAND_CONFIG_FILE
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.base_dir / "tls"
+
+    @property
+    def ca_path(self) -> Path:
+        return self.tls_dir / "ca.pem"
+
+    def certificate_paths(self, common_name: str) -> tuple[Path, Path]:
+        """The certificate and key files of ``common_name`` (issued by :meth:`issue`)."""
+        return self.tls_dir / f"{common_name}.pem", self.tls_dir / f"{common_name}.key"
+
+    def issue(self, common_name: str, *, addresses: tuple[str, ...] = ()) -> tuple[Path, Path]:
+        """A certificate for ``common_name`` from the cluster's CA (made if missing); its
+        certificate and key paths."""
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        if not self.ca_path.exists():
+            ca = make_ca(f"chunkraft local CA {self.cluster_id}")
+            ca.write(self.ca_path, self.tls_dir / "ca.key")
+        ca = Issued(self.ca_path.read_bytes(), (self.tls_dir / "ca.key").read_bytes())
+        paths = self.certificate_paths(common_name)
+        issue_certificate(ca, common_name, addresses=addresses).write(*paths)
+        return paths
+
+    def client_context(self, common_name: str | None = "admin") -> ssl.SSLContext:
+        """An SSL context that verifies the nodes with the cluster's CA and presents the
+        certificate of ``common_name`` (issued if missing; None: no client certificate)."""
+        context = ssl.create_default_context(cafile=str(self.ca_path))
+        if common_name is not None:
+            certificate, key = self.certificate_paths(common_name)
+            if not certificate.exists():
+                self.issue(common_name)
+            context.load_cert_chain(str(certificate), str(key))
+        return context
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """httpx's ``verify=`` for calls to the nodes as the admin: True over http; over
+        https, an SSL context with the CA and the admin's certificate (made once)."""
+        if not self.tls:
+            return True
+        if self._ssl_context is None:
+            self._ssl_context = self.client_context("admin")
+        return self._ssl_context
 
     @property
     def admin_token(self) -> str:
@@ -177,13 +236,28 @@ class LocalCluster:
         write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
 
     def _write_command_config(self) -> None:
-        write_private(self.command_config_path, f"bearer.token={self.admin_token}\n")
+        text = f"bearer.token={self.admin_token}\n"
+        if self.tls:
+            certificate, key = self.certificate_paths("admin")
+            text += (f"ssl.ca.file={self.ca_path}\nssl.certificate.file={certificate}\n"
+                     f"ssl.key.file={key}\n")
+        write_private(self.command_config_path, text)
+
+    def _prepare_tls(self) -> None:
+        """The CA, each node's certificate and the admin's, made once."""
+        for node in self.nodes.values():
+            if not self.certificate_paths(f"controller-{node.node_id}")[0].exists():
+                self.issue(f"controller-{node.node_id}", addresses=("127.0.0.1", "localhost"))
+        if not self.certificate_paths("admin")[0].exists():
+            self.issue("admin")
 
     def prepare(self) -> None:
         """Formats every data dir, makes the credentials (once) and writes every node's
         properties file and the admin's command-config file (idempotent)."""
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.raft_port}" for n in self.nodes.values())
         urls = ",".join(f"{n.node_id}@{n.url}" for n in self.nodes.values())
+        if self.tls:
+            self._prepare_tls()
         for node in self.nodes.values():
             node.config_path.parent.mkdir(parents=True, exist_ok=True)
             format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
@@ -198,8 +272,13 @@ class LocalCluster:
                 "listeners": node.url,
                 "auth.credentials.file": str(self.credentials_path),
                 "super.users": ADMIN_PRINCIPAL,
-                **self.extra_properties,
             }
+            if self.tls:
+                certificate, key = self.certificate_paths(f"controller-{node.node_id}")
+                properties.update({"ssl.certfile": str(certificate), "ssl.keyfile": str(key),
+                                   "ssl.ca.file": str(self.ca_path),
+                                   "ssl.client.auth": self.client_auth})
+            properties.update(self.extra_properties)
             text = "".join(f"{key}={value}\n" for key, value in properties.items())
             write_private(node.config_path, text)  # it holds the Raft password
         self._load_credentials()
@@ -248,7 +327,7 @@ class LocalCluster:
         """The node's ``/controller/v1/quorum`` answer, or None if it does not answer."""
         try:
             answer = httpx.get(f"{self.nodes[node_id].url}/controller/v1/quorum?hash=true",
-                               timeout=timeout, headers=self.headers)
+                               timeout=timeout, headers=self.headers, verify=self.verify)
             return dict(answer.json()) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
@@ -276,7 +355,7 @@ class LocalCluster:
                 if not node.running:
                     continue
                 try:
-                    answer = httpx.get(f"{node.url}/readyz", timeout=1.0)
+                    answer = httpx.get(f"{node.url}/readyz", timeout=1.0, verify=self.verify)
                     ready = ready and answer.status_code == 200
                 except httpx.HTTPError:
                     ready = False
