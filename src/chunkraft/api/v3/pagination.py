@@ -47,7 +47,8 @@ def encode_token(key: str | int) -> str:
 def decode_token(token: str, key_type: type[K]) -> K | None:
     """The key a token carries, or None if it is not one of ours."""
     try:
-        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        text = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_",
+                                validate=True).decode()
         return key_type(text)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
