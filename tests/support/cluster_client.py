@@ -36,6 +36,7 @@ __all__ = [
     "admin_client",
     "image_from_snapshot",
     "new_key",
+    "registration_body",
     "wait_converged",
     "wait_leader",
 ]
@@ -179,15 +180,8 @@ class ClusterClient:
 
     def register_broker(self, broker_id: int, cluster_id: str, *, key: str,
                         port: int | None = None) -> Outcome:
-        return self.write("/broker-registration", {
-            "broker_id": broker_id,
-            "cluster_id": cluster_id,
-            "incarnation_id": kafka_uuid_str(uuid.uuid4()),
-            "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1",
-                           "port": port if port is not None else 9000 + broker_id,
-                           "security_protocol": 0}],
-            "rack": None,
-        }, key=key)
+        return self.write("/broker-registration", registration_body(broker_id, cluster_id, port),
+                          key=key)
 
     def heartbeat(self, broker_id: int, broker_epoch: int, current_metadata_offset: int, *,
                   key: str) -> Outcome:
@@ -254,6 +248,20 @@ class ClusterClient:
         body, _offset = self.read("/metadata", {"topics": None, "include_chunks": True},
                                   min_offset=min_offset, url=url)
         return body
+
+
+def registration_body(broker_id: int, cluster_id: str, port: int | None = None
+                      ) -> dict[str, Any]:
+    """A BrokerRegistration body for ``broker_id`` (a fresh incarnation, one listener)."""
+    return {
+        "broker_id": broker_id,
+        "cluster_id": cluster_id,
+        "incarnation_id": kafka_uuid_str(uuid.uuid4()),
+        "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1",
+                       "port": port if port is not None else 9000 + broker_id,
+                       "security_protocol": 0}],
+        "rack": None,
+    }
 
 
 def admin_client(cluster: LocalCluster, **options: Any) -> ClusterClient:
