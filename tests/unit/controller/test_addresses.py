@@ -50,6 +50,7 @@ def test_listener() -> None:
     assert parse_listener("HTTP://[::1]:80/") == Listener("http", "::1", 80)
     assert parse_listener("http://[::1]:80").url == "http://[::1]:80"
     assert str(Listener("http", "h", 1)) == "http://h:1"
+    assert parse_listener("HTTPS://127.0.0.1:8443") == Listener("https", "127.0.0.1", 8443)
 
 
 def test_controller_urls_are_normalized() -> None:
