@@ -82,8 +82,12 @@ def steer(case: Any, index: int, cluster_id: str) -> None:
     if "topic_name" in path_parameters and index % 2:
         path_parameters["topic_name"] = SEED_TOPIC
     query = case.query
-    if isinstance(query, dict) and isinstance(query.get("wait_ms"), int):
-        query["wait_ms"] = max(min(query["wait_ms"], MAX_WAIT_MS), -MAX_WAIT_MS)
+    if isinstance(query, dict):
+        wait_ms = query.get("wait_ms")
+        if isinstance(wait_ms, int):
+            query["wait_ms"] = max(min(wait_ms, MAX_WAIT_MS), -MAX_WAIT_MS)
+        elif "min_offset" in query and wait_ms is None:
+            query["wait_ms"] = MAX_WAIT_MS  # the default wait is seconds
     body = case.body
     if case.path.endswith("/broker-registration") and isinstance(body, dict):
         # A registration that succeeded would make the controller call its listener (the
