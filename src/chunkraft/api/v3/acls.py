@@ -24,6 +24,7 @@ from chunkraft.api.v3.common import (
     body_schema,
     check_cluster,
     context_of,
+    item_error_response,
     json_answer,
     read_body_as,
     read_image,
@@ -147,7 +148,7 @@ async def create_acl(request: Request, cluster_id: str) -> Response:
         return outcome
     result = outcome.response.results[0]
     if result.error_code:
-        return error_response(Errors.for_code(result.error_code), result.error_message, 400)
+        return item_error_response(result.error_code, result.error_message, outcome.offset)
     links = Links(request, cluster_id)
     answer = {"kind": "KafkaAcl", "metadata": {"self": links.acls(),
                                                "metadata_offset": outcome.offset},
@@ -188,7 +189,7 @@ async def delete_acls(request: Request, cluster_id: str, resource_type: AclResou
         return outcome
     result = outcome.response.filter_results[0]
     if result.error_code:
-        return error_response(Errors.for_code(result.error_code), result.error_message, 400)
+        return item_error_response(result.error_code, result.error_message, outcome.offset)
     deleted = [AccessControlEntryRecord(
         resource_type=int(m.resource_type), resource_name=m.resource_name,
         pattern_type=int(m.pattern_type), principal=m.principal, host=m.host,

@@ -138,8 +138,11 @@ def _has_offsets(item: CreateChunkItem) -> bool:
 
 
 def _partial_offsets(item: CreateChunkItem) -> bool:
-    given = (item.prev_stop_offset, item.prev_end_offset, item.start_offset)
-    return any(v is not None for v in given) and None in given
+    """Some offsets given but not the three a cut needs (a start timestamp alone counts: it
+    would be silently ignored by the admin form otherwise)."""
+    given = (item.prev_stop_offset, item.prev_end_offset, item.start_offset,
+             item.start_timestamp)
+    return not _has_offsets(item) and any(v is not None for v in given)
 
 
 def _cut_item(item: CreateChunkItem, **offsets: int) -> CreateChunksTopic:
@@ -196,7 +199,8 @@ async def create_chunks(request: Request, cluster_id: str) -> Response:
         elif _partial_offsets(item):
             results[index] = (Errors.INVALID_REQUEST.code,
                               "Give prev_stop_offset, prev_end_offset and start_offset "
-                              "together, or none of them (the leader broker reads them).")
+                              "together (start_timestamp with them), or no offsets at all "
+                              "(the leader broker reads them).")
         elif _has_offsets(item):
             with_offsets.append(index)
         else:

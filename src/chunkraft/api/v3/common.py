@@ -203,9 +203,12 @@ _TOPIC_STATUS = {
 }
 
 
-def item_error_response(error_code: int, message: str | None) -> Response:
+def item_error_response(error_code: int, message: str | None, offset: int) -> Response:
     """A single-resource write's per-item error as its HTTP status: 409 exists, 404 unknown,
-    403 not authorized, 503 timed out, 400 otherwise (invalid, policy)."""
+    403 not authorized, 503 timed out, 400 otherwise (invalid, policy); with the offset the
+    write was validated at, so a client's next read sees at least what it saw."""
     error = Errors.for_code(error_code)
     status = _TOPIC_STATUS.get(error) or http_status_of(error)
-    return error_response(error, message, status)
+    answer = error_response(error, message, status)
+    answer.headers[OFFSET_HEADER] = str(offset)
+    return answer

@@ -164,7 +164,7 @@ async def create_topic(request: Request, cluster_id: str) -> Response:
         return outcome
     result = outcome.response.topics[0]
     if result.error_code:
-        return item_error_response(result.error_code, result.error_message)
+        return item_error_response(result.error_code, result.error_message, outcome.offset)
     links = Links(request, cluster_id)
     if not body.validate_only:
         image = await topic_image_after(request, outcome.offset)
@@ -198,7 +198,7 @@ async def update_topic(request: Request, cluster_id: str, topic_name: str) -> Re
         return outcome
     result = outcome.response.results[0]
     if result.error_code:
-        return item_error_response(result.error_code, result.error_message)
+        return item_error_response(result.error_code, result.error_message, outcome.offset)
     image = await topic_image_after(request, outcome.offset)
     topic = image.topics.get_by_name(topic_name)
     if topic is None:  # deleted since: the expansion's answer still stands
@@ -230,5 +230,5 @@ async def delete_topic(request: Request, cluster_id: str, topic_name: str) -> Re
         return outcome
     result = outcome.response.responses[0]
     if result.error_code:
-        return item_error_response(result.error_code, result.error_message)
+        return item_error_response(result.error_code, result.error_message, outcome.offset)
     return Response(status_code=204, headers={OFFSET_HEADER: str(outcome.offset)})

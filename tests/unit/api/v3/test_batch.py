@@ -167,9 +167,11 @@ def test_create_chunks_with_offsets_kip_1114_errors() -> None:
                 _cut("t", 0, [2, 3], prev_stop_offset=199, prev_end_offset=199,
                      start_offset=200, start_timestamp=500),
                 _cut("t", 9, [1, 2], start_offset=5),
+                _cut("t", 8, [1, 2], start_timestamp=5),
             ])
             assert names(answer) == ["INVALID_CHUNK_OFFSETS", "INVALID_CHUNK_OFFSETS",
-                                     "INVALID_CHUNK_OFFSETS", "INVALID_REQUEST"]
+                                     "INVALID_CHUNK_OFFSETS", "INVALID_REQUEST",
+                                     "INVALID_REQUEST"]
             assert "before the start timestamp" in answer["data"][2]["error_message"]
             assert "together" in answer["data"][3]["error_message"]
 

@@ -30,6 +30,8 @@ def test_create_a_topic_then_the_errors_kafka_gives() -> None:
 
             await v3.error("POST", "/topics", 409, "TOPIC_ALREADY_EXISTS",
                            {"topic_name": "orders"})
+            exists = await v3.call("POST", "/topics", {"topic_name": "orders"})
+            assert int(exists.headers["x-metadata-offset"]) == offset  # validated at
             await v3.error("POST", "/topics", 400, "INVALID_TOPIC_EXCEPTION",
                            {"topic_name": "bad name"})
             await v3.error("POST", "/topics", 400, "INVALID_REPLICATION_FACTOR",
