@@ -141,7 +141,7 @@ _PARTITION = (
     '"partition_epoch":%d,"replica_ids":%s,"isr_ids":%s,"adding_replica_ids":%s,'
     '"removing_replica_ids":%s,"start_offset":%d,"start_timestamp":%d,'
     '"prior_partition_epochs":%s,"chunks_count":%d,"leader":%s,'
-    '"replicas":{"related":"%s/replicas"},"chunks":{"related":"%s/chunks"}%s}'
+    '"replicas":{"related":"%s/replicas"},"chunks":{"related":"%s/chunks"}}'
 )
 
 _REPLICA = (
@@ -152,38 +152,38 @@ _REPLICA = (
 
 
 class FragmentCache:
-    """Partition JSON already written, by the identity of the records it was written from.
+    """JSON already written, keyed by the identity of the immutable object it was written from.
 
     Images are immutable and share unchanged records between versions, so a partition whose
-    PartitionRecord and chunk tuple are the very objects of an earlier answer has the same
-    JSON: describing a large topic again only writes the partitions that changed. Entries hold
-    their records (so an id is never reused while its entry lives) and are evicted least
-    recently used past ``max_bytes`` of text. Not thread-safe: used on the event loop only.
+    PartitionRecord (or chunk tuple) is the very object of an earlier answer has the same JSON:
+    describing a large topic again only writes what changed since. Each entry holds its object
+    (its *anchor*, so an id is never reused while the entry lives) and entries are evicted
+    least recently used past ``max_bytes`` of text. Not thread-safe: the event loop's only.
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.size = 0
-        self._entries: OrderedDict[Hashable, tuple[object, object, str]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[object, str]] = OrderedDict()
 
-    def get(self, key: Hashable, record: object, chunks: object) -> str | None:
+    def get(self, key: Hashable, anchor: object) -> str | None:
         entry = self._entries.get(key)
-        if entry is None or entry[0] is not record or entry[1] is not chunks:
+        if entry is None or entry[0] is not anchor:
             return None
         self._entries.move_to_end(key)
-        return entry[2]
+        return entry[1]
 
-    def put(self, key: Hashable, record: object, chunks: object, text: str) -> None:
+    def put(self, key: Hashable, anchor: object, text: str) -> None:
         old = self._entries.pop(key, None)
         if old is not None:
-            self.size -= len(old[2])
+            self.size -= len(old[1])
         if len(text) > self.max_bytes:
             return
-        self._entries[key] = (record, chunks, text)
+        self._entries[key] = (anchor, text)
         self.size += len(text)
         while self.size > self.max_bytes:
             _, evicted = self._entries.popitem(last=False)
-            self.size -= len(evicted[2])
+            self.size -= len(evicted[1])
 
     def clear(self) -> None:
         self._entries.clear()
@@ -191,7 +191,7 @@ class FragmentCache:
 
 
 FRAGMENTS = FragmentCache(64 * 1024 * 1024)
-"""The controller's partition fragments: at most 64 MiB of JSON text."""
+"""The controller's partition and chunk-list fragments: at most 64 MiB of JSON text."""
 
 
 class TopicEncoder:
@@ -249,41 +249,52 @@ class TopicEncoder:
 
     def partition(self, partition: PartitionRecord, include_chunks: bool,
                   offset: int | None = None) -> str:
-        """The partition's JSON; a list item (no ``offset``) comes from the fragment cache when
-        neither its record nor its chunks changed since it was last written."""
-        if offset is not None:
-            return self._partition(partition, include_chunks, offset)
-        chunks = self.topic.chunks.get(partition.partition_id, ())
-        key = (self._partitions_url, id(partition), id(chunks), include_chunks)
-        text = FRAGMENTS.get(key, partition, chunks)
-        if text is None:
-            text = self._partition(partition, include_chunks, None)
-            FRAGMENTS.put(key, partition, chunks, text)
-        return text
-
-    def _partition(self, partition: PartitionRecord, include_chunks: bool,
-                   offset: int | None) -> str:
+        """The partition's JSON. A list item (no ``offset``) is put together from two cached
+        fragments: the partition itself (anchored on its record) and its inactive chunks
+        (anchored on their tuple), so a leader epoch bump rewrites no chunk and a new chunk
+        rewrites no other partition."""
         p = partition.partition_id
-        ids = self._list
-        url = f"{self._partitions_url}/{p}"
-        inactive = self.topic.chunks_of(p)
-        leader = partition.leader
-        leader_link = "null" if leader < 0 else f'{{"related":"{url}/replicas/{leader}"}}'
-        chunks = ""
-        if include_chunks:
+        inactive = self.topic.chunks.get(p, ())
+        if offset is None:
+            key = (self._partitions_url, p, len(inactive))
+            head = FRAGMENTS.get(key, partition)
+            if head is None:
+                head = self._partition(partition, len(inactive), None)
+                FRAGMENTS.put(key, partition, head)
+        else:
+            head = self._partition(partition, len(inactive), offset)
+        if not include_chunks:
+            return head
+        return f'{head[:-1]},"inactive_chunks":{self._inactive_chunks(p, inactive)}}}'
+
+    def _inactive_chunks(self, p: int, inactive: tuple[ChunkRecord, ...]) -> str:
+        if not inactive:
+            return "[]"
+        key = (self._partitions_url, p, "chunks")
+        text = FRAGMENTS.get(key, inactive)
+        if text is None:
             name = self.topic.name
-            chunks = ',"inactive_chunks":[' + ",".join([_EMBEDDED_CHUNK % (
+            ids = self._list
+            text = "[" + ",".join([_EMBEDDED_CHUNK % (
                 name, p, c.start_offset, c.stop_offset, c.end_offset, c.start_timestamp,
                 c.epoch, ids(c.replicas), ids(c.isr), ids(c.adding_replicas),
                 ids(c.removing_replicas)) for c in inactive]) + "]"
+            FRAGMENTS.put(key, inactive, text)
+        return text
+
+    def _partition(self, partition: PartitionRecord, chunks: int, offset: int | None) -> str:
+        p = partition.partition_id
+        ids = self._list
+        url = f"{self._partitions_url}/{p}"
+        leader = partition.leader
+        leader_link = "null" if leader < 0 else f'{{"related":"{url}/replicas/{leader}"}}'
         prior_text = self._prior_epochs(partition.prior_partition_epochs)
         return _PARTITION % (
             url, f"{self._crn}/partition={p}", _offset_field(offset), self.topic.name, p,
             leader, partition.leader_epoch, partition.partition_epoch, ids(partition.replicas),
             ids(partition.isr), ids(partition.adding_replicas),
             ids(partition.removing_replicas), max(partition.start_offset, 0),
-            partition.start_timestamp, prior_text, len(inactive) + 1, leader_link, url, url,
-            chunks)
+            partition.start_timestamp, prior_text, chunks + 1, leader_link, url, url)
 
     def _prior_epochs(self, priors: tuple[Any, ...]) -> str:
         if not priors:

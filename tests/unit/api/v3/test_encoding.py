@@ -97,23 +97,30 @@ def test_list_items_come_from_the_cache_until_their_records_change() -> None:
     FRAGMENTS.clear()
     image = topic(PARTITION, CHUNK)
     first = TopicEncoder(links(), image).partition(PARTITION, True)
-    assert FRAGMENTS.size == len(first)
+    cached = FRAGMENTS.size
+    assert 0 < cached < len(first) + 10
     again = TopicEncoder(links(), image).partition(PARTITION, True)
-    assert again is first
+    assert again == first and FRAGMENTS.size == cached
     moved = topic(PARTITION, CHUNK._replace(replicas=(1, 5)))
     changed = TopicEncoder(links(), moved).partition(PARTITION, True)
-    assert changed is not first and "[1,5]" in changed
+    assert changed != first and "[1,5]" in changed
+    bumped = PARTITION._replace(leader_epoch=5)
+    epoch = json.loads(TopicEncoder(links(), topic(bumped, CHUNK)).partition(bumped, True))
+    assert epoch["leader_epoch"] == 5 and len(epoch["inactive_chunks"]) == 1
+    more = topic(PARTITION, CHUNK, CHUNK2)
+    counted = json.loads(TopicEncoder(links(), more).partition(PARTITION, False))
+    assert counted["chunks_count"] == 3
 
 
 def test_the_cache_evicts_the_least_recently_used_past_its_bound() -> None:
     cache = FragmentCache(max_bytes=10)
-    records = [object() for _ in range(3)]
-    cache.put("a", records[0], (), "xxxx")
-    cache.put("b", records[1], (), "yyyy")
-    assert cache.get("a", records[0], ()) == "xxxx"  # a is now the most recent
-    cache.put("c", records[2], (), "zzzz")
-    assert cache.get("b", records[1], ()) is None
-    assert cache.get("a", records[0], ()) == "xxxx" and cache.size == 8
-    assert cache.get("a", object(), ()) is None  # another record under a reused id
-    cache.put("big", records[0], (), "w" * 11)
-    assert cache.get("big", records[0], ()) is None
+    anchors = [object() for _ in range(3)]
+    cache.put("a", anchors[0], "xxxx")
+    cache.put("b", anchors[1], "yyyy")
+    assert cache.get("a", anchors[0]) == "xxxx"  # a is now the most recent
+    cache.put("c", anchors[2], "zzzz")
+    assert cache.get("b", anchors[1]) is None
+    assert cache.get("a", anchors[0]) == "xxxx" and cache.size == 8
+    assert cache.get("a", object()) is None  # another object under a reused id
+    cache.put("big", anchors[0], "w" * 11)
+    assert cache.get("big", anchors[0]) is None
