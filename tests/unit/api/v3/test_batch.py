@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,6 +23,9 @@ from chunkraft.api.v3.models import (
     CreateChunksResultList,
     CreatePartitionsResultList,
 )
+from chunkraft.controller.raft.entry import ProposedBatch
+from chunkraft.controller.raft.local import LocalRaft
+from chunkraft.controller.raft.state_machine import BatchOutcome
 from chunkraft.deploy.local_cluster import free_ports
 from tests.unit.api.support import Node, registration, running_node, start_brokers
 from tests.unit.api.v3.support import V3, names, results
@@ -331,5 +336,52 @@ def test_alter_chunk_assignments_kip_1114_errors() -> None:
             assert names(answer) == ["NONE"]  # the move in progress: nothing to change
             answer = await alter([_alter("t", 0, 100, [1, 2])])
             assert names(answer) == ["UNKNOWN_CHUNK"]  # the active chunk is not moved here
+
+    asyncio.run(scenario())
+
+
+class _SlowRaft(LocalRaft):
+    """A LocalRaft whose proposals commit ``delay`` seconds later, from another thread (as a
+    real quorum's do), so a write can outlast its request's timeout_ms."""
+
+    delay = 0.0
+
+    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
+        if not self.delay:
+            return super().propose(batches)
+        future: Future[tuple[BatchOutcome, ...]] = Future()
+
+        def commit() -> None:
+            inner = super(_SlowRaft, self).propose(batches)
+            try:
+                future.set_result(inner.result())
+            except Exception as error:  # the proposal's own failure, passed on
+                future.set_exception(error)
+
+        timer = threading.Timer(self.delay, commit)
+        timer.start()
+        return future
+
+
+def test_a_write_that_outlasts_timeout_ms_answers_request_timed_out() -> None:
+    async def scenario() -> None:
+        raft = _SlowRaft(1)
+        async with running_node(raft) as node:
+            await start_brokers(node)
+            v3 = V3(node)
+            await v3.create_topic("a", partitions=1, rf=1)
+            raft.delay = 0.5
+            answer = await v3.ok("POST", CP, CreatePartitionsResultList, {
+                "topics": [{"topic_name": "a", "partitions_count": 2}], "timeout_ms": 50})
+            assert results(answer) == [("REQUEST_TIMED_OUT", answer["data"][0]["error_message"])]
+            assert "may still take effect" in answer["data"][0]["error_message"]
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                topic = node.context.controller.image.topics.get_by_name("a")
+                if topic is not None and len(topic.partitions) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the timed-out write never committed")
 
     asyncio.run(scenario())
