@@ -42,8 +42,11 @@ class Workload:
     ``kind``: ``create-topic`` (chunkraft createTopics of one topic with one partition),
     ``create-partitions`` (chunkraft createPartitions of one pooled 1-partition topic to
     ``1 + batch`` partitions), ``etcd-put``, ``etcd-txn`` (``batch`` puts in one txn),
-    ``raw-put`` and ``raw-batch`` (raw pysyncobj front, ``batch`` values in one call).
-    Task ``i`` sends to ``urls[i % len(urls)]``.
+    ``raw-put`` and ``raw-batch`` (raw pysyncobj front, ``batch`` values in one call);
+    ``v3-create-topic`` and ``v3-create-partitions`` (the same two chunkraft operations through
+    REST v3); ``get`` and ``post-read`` (the same read, ``path`` and ``body``, every time; the
+    answer is checked for status 200 and not parsed, so a large body costs the client only its
+    transfer). Task ``i`` sends to ``urls[i % len(urls)]``.
     """
 
     kind: str
@@ -52,15 +55,29 @@ class Workload:
     batch: int = 1
     replication_factor: int = 3
     pool: tuple[str, ...] = ()
+    cluster_id: str = ""
+    """The REST v3 kinds' cluster id (its text form, as in their paths)."""
+    path: str = ""
+    """``get`` and ``post-read``: the path (and query) every request asks for."""
+    body: str = ""
+    """``post-read``: the JSON body every request sends."""
+    timeout: float = 30.0
+    """Seconds a request may take (large reads under load take longer than 30)."""
 
     @property
     def records_per_op(self) -> int:
         """Records (puts) one successful request writes, as the client counts them."""
-        if self.kind == "create-topic":
+        if self.kind in ("create-topic", "v3-create-topic"):
             return 2
-        if self.kind == "create-partitions":
+        if self.kind in ("create-partitions", "v3-create-partitions"):
             return self.batch + 1  # the new partitions + one leader-epoch bump (KIP-253)
+        if self.kind in READ_KINDS:
+            return 0
         return self.batch
+
+
+READ_KINDS = frozenset({"get", "post-read"})
+"""Kinds whose answers are not parsed (see :class:`Workload`)."""
 
 
 @dataclass
@@ -68,6 +85,7 @@ class Request:
     path: str
     body: bytes
     headers: dict[str, str]
+    method: str = "POST"
 
 
 def build_request(workload: Workload, task: int, tasks: int, seq: int) -> Request | None:
@@ -90,6 +108,23 @@ def build_request(workload: Workload, task: int, tasks: int, seq: int) -> Reques
                             "assignments": None}], "timeout_ms": 30_000,
                 "validate_only": False}
         headers["Idempotency-Key"] = os.urandom(16).hex()
+    elif kind == "v3-create-topic":
+        path = f"/v3/clusters/{workload.cluster_id}/topics"
+        body = {"topic_name": name, "partitions_count": 1,
+                "replication_factor": workload.replication_factor}
+        headers["Idempotency-Key"] = os.urandom(16).hex()
+    elif kind == "v3-create-partitions":
+        index = task + seq * tasks
+        if index >= len(workload.pool):
+            return None
+        path = f"/v3/clusters/{workload.cluster_id}/topics:create-partitions"
+        body = {"topics": [{"topic_name": workload.pool[index],
+                            "partitions_count": 1 + workload.batch}], "timeout_ms": 30_000}
+        headers["Idempotency-Key"] = os.urandom(16).hex()
+    elif kind == "get":
+        return Request(workload.path, b"", {}, "GET")
+    elif kind == "post-read":
+        return Request(workload.path, workload.body.encode(), headers)
     elif kind == "etcd-put":
         path = "/v3/kv/put"
         body = {"key": base64.b64encode(name.encode()).decode(), "value": VALUE_200}
@@ -111,8 +146,14 @@ def build_request(workload: Workload, task: int, tasks: int, seq: int) -> Reques
 
 def answer_ok(kind: str, status: int, answer: Any) -> bool:
     """Whether a parsed answer is a success (chunkraft errors travel in the body)."""
+    if kind in READ_KINDS:
+        return status == 200
+    if kind == "v3-create-topic":
+        return status == 201
     if status != 200 or not isinstance(answer, dict):
         return False
+    if kind == "v3-create-partitions":
+        return all(t.get("error_code") == 0 for t in answer.get("data", [None]))
     if kind == "create-topic":
         return all(t.get("error_code") == 0 for t in answer.get("topics", [None]))
     if kind == "create-partitions":
@@ -172,9 +213,11 @@ async def _task(workload: Workload, task: int, tasks: int, start: float, end: fl
                 return
             began = time.perf_counter()
             try:
-                response = await client.post(request.path, content=request.body,
-                                             headers=request.headers)
-                ok = answer_ok(workload.kind, response.status_code, response.json())
+                response = await client.request(request.method, request.path,
+                                                content=request.body or None,
+                                                headers=request.headers)
+                parsed = None if workload.kind in READ_KINDS else response.json()
+                ok = answer_ok(workload.kind, response.status_code, parsed)
                 if not ok and not result.first_error:
                     result.first_error = f"{response.status_code} {response.text[:300]}"
             except (httpx.HTTPError, ValueError) as error:
@@ -194,7 +237,8 @@ async def _task(workload: Workload, task: int, tasks: int, start: float, end: fl
 async def _run_tasks(workload: Workload, task_ids: list[int], tasks: int, start: float,
                      end: float) -> LoadResult:
     result = LoadResult()
-    clients = [new_client(workload.urls[t % len(workload.urls)]) for t in task_ids]
+    clients = [new_client(workload.urls[t % len(workload.urls)], workload.timeout)
+               for t in task_ids]
     await asyncio.sleep(max(start - 1.0 - time.time(), 0))  # warm-up starts 1 s before
     cpu_before: float | None = None
 
