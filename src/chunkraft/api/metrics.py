@@ -34,11 +34,11 @@ from prometheus_client.registry import Collector
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from chunkraft.api.access import cluster_refusal
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
-from chunkraft.api.errors import ErrorBody, error_response
+from chunkraft.api.errors import ErrorBody
 from chunkraft.controller.image import MetadataImage
-from chunkraft.error_codes import Errors
 from chunkraft.protocol.acls import AclOperation
 
 __all__ = [
@@ -291,9 +291,8 @@ def install_metrics(app: FastAPI) -> None:
     @app.get("/metrics", tags=["health"], response_class=Response, responses=_RESPONSES,
              summary="Prometheus metrics: requests, Raft, image size (DESCRIBE on the cluster)")
     async def metrics(request: Request) -> Response:
-        authorizer = context.authorizer if context is not None else None
-        if authorizer is not None and context is not None and not authorizer.authorize_cluster(
-                context.controller.image, principal_of(request), AclOperation.DESCRIBE):
-            return error_response(Errors.CLUSTER_AUTHORIZATION_FAILED,
-                                  "DESCRIBE on the cluster is needed to read /metrics", 403)
+        if context is not None:
+            refusal = cluster_refusal(context, principal_of(request), AclOperation.DESCRIBE)
+            if refusal is not None:
+                return refusal
         return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,6 +13,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Receive, Scope, Send
 
+from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.api.metrics import (
     LATENCY_BUCKETS,
     UNMATCHED,
@@ -19,7 +21,9 @@ from chunkraft.api.metrics import (
     RequestStats,
     install_metrics,
 )
-from tests.unit.api.support import running_node, start_brokers
+from chunkraft.security.authorizer import Authorizer
+from chunkraft.security.credentials import CredentialStore, add_token
+from tests.unit.api.support import V1, running_node, start_brokers
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -232,3 +236,39 @@ def test_the_middleware_costs_microseconds() -> None:
 
     per_request = asyncio.run(scenario())
     assert per_request < 100e-6, f"{per_request * 1e6:.1f} us a request"
+
+
+def test_metrics_need_authentication_and_describe_on_the_cluster(tmp_path: Path) -> None:
+    path = tmp_path / "credentials.json"
+    admin, alice = add_token(path, "User:admin"), add_token(path, "User:alice")
+
+    def bearer(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    async def scenario() -> None:
+        authenticator = Authenticator(credentials=CredentialStore(path),
+                                      forwarding_key=forwarding_key("x"))
+        async with running_node(authenticator=authenticator,
+                                authorizer=Authorizer(["User:admin"])) as node:
+            anonymous = await node.http.get("/metrics")
+            assert anonymous.status_code == 401, anonymous.text
+            refused = await node.http.get("/metrics", headers=bearer(alice))
+            assert refused.status_code == 403, refused.text
+            assert refused.json()["error_name"] == "CLUSTER_AUTHORIZATION_FAILED"
+            assert "User:alice" in refused.json()["message"]
+            granted = await node.http.post(f"{V1}/create-acls", headers=bearer(admin), json={
+                "creations": [{"resource_type": "CLUSTER", "resource_name": "kafka-cluster",
+                               "principal": "User:alice", "operation": "DESCRIBE",
+                               "permission_type": "ALLOW"}]})
+            assert granted.status_code == 200, granted.text
+            assert granted.json()["results"][0]["error_code"] == 0
+            allowed = await node.http.get("/metrics", headers=bearer(alice))
+            assert allowed.status_code == 200, allowed.text
+            found = samples(allowed.text)
+        total = "chunkraft_http_requests_total"
+        # the 401, answered before routing, is counted under the route it was meant for
+        assert value(found, total, route="/metrics", method="GET", status="401") == 1
+        assert value(found, total, route="/metrics", method="GET", status="403") == 1
+        assert value(found, "chunkraft_image_size", kind="acls") == 1
+
+    asyncio.run(scenario())
