@@ -10,7 +10,13 @@ import json
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.errors import error_response
-from chunkraft.api.v3.common import ERROR_RESPONSES, Links, json_answer, read_image
+from chunkraft.api.v3.common import (
+    ERROR_RESPONSES,
+    Links,
+    at_offset,
+    json_answer,
+    read_image,
+)
 from chunkraft.api.v3.encoding import broker_dict, list_json
 from chunkraft.api.v3.models import KafkaBroker, KafkaBrokerList
 from chunkraft.api.v3.pagination import DEFAULT_PAGE_SIZE, paginate
@@ -49,7 +55,8 @@ async def get_broker(request: Request, cluster_id: str, broker_id: int, min_offs
         return image
     broker = image.brokers.get(broker_id)
     if broker is None:
-        return error_response(Errors.BROKER_NOT_AVAILABLE,
-                              f"broker {broker_id} is not registered", 404)
+        return at_offset(error_response(Errors.BROKER_NOT_AVAILABLE,
+                                        f"broker {broker_id} is not registered", 404),
+                         image.offset)
     return json_answer(broker_dict(Links(request, cluster_id), broker, image.offset),
                        image.offset)

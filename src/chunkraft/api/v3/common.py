@@ -28,6 +28,7 @@ __all__ = [
     "ERROR_RESPONSES",
     "Links",
     "NoBody",
+    "at_offset",
     "body_schema",
     "check_cluster",
     "check_topic_name",
@@ -105,8 +106,16 @@ def topic_forbidden(request: Request, image: MetadataImage, name: str) -> Respon
     (asked before the topic's existence, so a refused principal learns nothing of it)."""
     if may_describe_topic(context_of(request), image, principal_of(request), name):
         return None
-    return error_response(Errors.TOPIC_AUTHORIZATION_FAILED,
-                          f"not authorized to describe topic {name!r}", 403)
+    return at_offset(error_response(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    f"not authorized to describe topic {name!r}", 403),
+                     image.offset)
+
+
+def at_offset(answer: Response, offset: int) -> Response:
+    """``answer`` saying which metadata offset it reflects (a read's 404 does too: a client
+    that reads its own writes learns how far this controller had got)."""
+    answer.headers[OFFSET_HEADER] = str(offset)
+    return answer
 
 
 def json_answer(body: Any, offset: int, status: int = 200,
@@ -209,6 +218,4 @@ def item_error_response(error_code: int, message: str | None, offset: int) -> Re
     write was validated at, so a client's next read sees at least what it saw."""
     error = Errors.for_code(error_code)
     status = _TOPIC_STATUS.get(error) or http_status_of(error)
-    answer = error_response(error, message, status)
-    answer.headers[OFFSET_HEADER] = str(offset)
-    return answer
+    return at_offset(error_response(error, message, status), offset)

@@ -17,6 +17,7 @@ from chunkraft.api.rpc import committed_image
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
+    at_offset,
     check_cluster,
     check_topic_name,
     context_of,
@@ -60,15 +61,17 @@ async def _topic(request: Request, cluster_id: str, topic_name: str, min_offset:
         return refused
     topic = image.topics.get_by_name(topic_name)
     if topic is None:
-        return unknown_topic(topic_name)
+        return unknown_topic(topic_name, image.offset)
     return image, topic
 
 
-def _partition(topic: TopicImage, partition_id: int) -> PartitionRecord | Response:
+def _partition(image: MetadataImage, topic: TopicImage, partition_id: int
+               ) -> PartitionRecord | Response:
     partition = topic.partition(partition_id)
     if partition is None:
-        return error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              f"Partition {topic.name}-{partition_id} does not exist.", 404)
+        return at_offset(error_response(
+            Errors.UNKNOWN_TOPIC_OR_PARTITION,
+            f"Partition {topic.name}-{partition_id} does not exist.", 404), image.offset)
     return partition
 
 
@@ -104,7 +107,7 @@ async def get_partition(request: Request, cluster_id: str, topic_name: str, part
     if isinstance(found, Response):
         return found
     image, topic = found
-    partition = _partition(topic, partition_id)
+    partition = _partition(image, topic, partition_id)
     if isinstance(partition, Response):
         return partition
     encoder = TopicEncoder(Links(request, cluster_id), topic)
@@ -121,7 +124,7 @@ async def list_replicas(request: Request, cluster_id: str, topic_name: str, part
     if isinstance(found, Response):
         return found
     image, topic = found
-    partition = _partition(topic, partition_id)
+    partition = _partition(image, topic, partition_id)
     if isinstance(partition, Response):
         return partition
     links = Links(request, cluster_id)
@@ -141,13 +144,14 @@ async def get_replica(request: Request, cluster_id: str, topic_name: str, partit
     if isinstance(found, Response):
         return found
     image, topic = found
-    partition = _partition(topic, partition_id)
+    partition = _partition(image, topic, partition_id)
     if isinstance(partition, Response):
         return partition
     if broker_id not in partition.replicas:
-        return error_response(Errors.REPLICA_NOT_AVAILABLE,
-                              f"Broker {broker_id} is not a replica of {topic_name}-"
-                              f"{partition_id}.", 404)
+        return at_offset(error_response(
+            Errors.REPLICA_NOT_AVAILABLE,
+            f"Broker {broker_id} is not a replica of {topic_name}-{partition_id}.", 404),
+            image.offset)
     encoder = TopicEncoder(Links(request, cluster_id), topic)
     return json_answer(encoder.replica(partition, broker_id, image.offset), image.offset)
 
@@ -163,7 +167,7 @@ async def list_chunks(request: Request, cluster_id: str, topic_name: str, partit
     if isinstance(found, Response):
         return found
     image, topic = found
-    partition = _partition(topic, partition_id)
+    partition = _partition(image, topic, partition_id)
     if isinstance(partition, Response):
         return partition
     inactive = {c.start_offset: c for c in topic.chunks_of(partition_id)}
@@ -190,7 +194,7 @@ async def get_chunk(request: Request, cluster_id: str, topic_name: str, partitio
     if isinstance(found, Response):
         return found
     image, topic = found
-    partition = _partition(topic, partition_id)
+    partition = _partition(image, topic, partition_id)
     if isinstance(partition, Response):
         return partition
     encoder = TopicEncoder(Links(request, cluster_id), topic)
@@ -198,7 +202,8 @@ async def get_chunk(request: Request, cluster_id: str, topic_name: str, partitio
         return json_answer(encoder.active_chunk(partition, image.offset), image.offset)
     chunk = topic.chunk(partition_id, start_offset)
     if chunk is None:
-        return error_response(Errors.UNKNOWN_CHUNK,
-                              f"Partition {topic_name}-{partition_id} has no chunk that starts "
-                              f"at offset {start_offset}.", 404)
+        return at_offset(error_response(
+            Errors.UNKNOWN_CHUNK,
+            f"Partition {topic_name}-{partition_id} has no chunk that starts at offset "
+            f"{start_offset}.", 404), image.offset)
     return json_answer(encoder.inactive_chunk(chunk, image.offset), image.offset)

@@ -23,6 +23,7 @@ from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
     NoBody,
+    at_offset,
     body_schema,
     check_cluster,
     check_topic_name,
@@ -106,14 +107,14 @@ async def get_topic(request: Request, cluster_id: str, topic_name: str, min_offs
         return refused
     topic = image.topics.get_by_name(topic_name)
     if topic is None:
-        return unknown_topic(topic_name)
+        return unknown_topic(topic_name, image.offset)
     return json_answer(topic_dict(Links(request, cluster_id), topic, image.offset),
                        image.offset)
 
 
-def unknown_topic(name: str) -> Response:
-    return error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                          f"Topic '{name}' does not exist.", 404)
+def unknown_topic(name: str, offset: int) -> Response:
+    return at_offset(error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                    f"Topic '{name}' does not exist.", 404), offset)
 
 
 # ------------------------------------------------------------------ writes
@@ -202,7 +203,7 @@ async def update_topic(request: Request, cluster_id: str, topic_name: str) -> Re
     image = await topic_image_after(request, outcome.offset)
     topic = image.topics.get_by_name(topic_name)
     if topic is None:  # deleted since: the expansion's answer still stands
-        return unknown_topic(topic_name)
+        return unknown_topic(topic_name, image.offset)
     answer = topic_dict(Links(request, cluster_id), topic, outcome.offset)
     if body.validate_only:
         added = body.partitions_count - answer["partitions_count"]

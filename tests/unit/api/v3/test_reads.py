@@ -131,6 +131,9 @@ def test_unknown_and_illegal_names() -> None:
                 await v3.error("GET", path, 404, "UNKNOWN_TOPIC_OR_PARTITION")
             await v3.error("GET", "/topics/orders/partitions/5", 404,
                            "UNKNOWN_TOPIC_OR_PARTITION")
+            missing = await v3.call("GET", "/topics/nope")
+            assert int(missing.headers["x-metadata-offset"]) == (
+                node.context.controller.image.offset)  # a 404 says what it reflects
             await v3.error("GET", "/topics/orders/partitions/5/replicas", 404,
                            "UNKNOWN_TOPIC_OR_PARTITION")
             await v3.error("GET", "/topics/bad%20name", 400, "INVALID_TOPIC_EXCEPTION")
