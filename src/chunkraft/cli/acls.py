@@ -48,6 +48,8 @@ OPERATIONS_OF: dict[str, tuple[str, ...]] = {
 }
 """The operations Kafka's AclCommand accepts on each resource type."""
 
+_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+           "permission")
 _ALL_OPERATIONS = sorted({op for ops in OPERATIONS_OF.values() for op in ops})
 
 
@@ -223,7 +225,13 @@ def _planned(args: argparse.Namespace) -> list[dict[str, str]]:
             acls.append({"resource_type": resource_type, "resource_name": name,
                          "pattern_type": args.resource_pattern_type, "principal": principal,
                          "host": host, "operation": operation, "permission": permission})
-    return list({tuple(sorted(acl.items())): acl for acl in acls}.values())
+    return _unique(acls)
+
+
+def _unique(acls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``acls`` without repeats (by their seven fields), in order."""
+    return list({tuple(str(acl.get(field)) for field in _FIELDS): acl
+                 for acl in acls}.values())
 
 
 def _add(client: AdminClient, args: argparse.Namespace) -> int:
@@ -285,7 +293,7 @@ def _list(client: AdminClient, args: argparse.Namespace) -> int:
     acls: list[dict[str, Any]] = []
     for acl_filter in filters:
         acls.extend(client.list_acls(acl_filter))
-    acls = list({tuple(sorted(acl.items())): acl for acl in acls}.values())
+    acls = _unique(acls)
     if args.output == "json":
         print_json(acls)
         return 0

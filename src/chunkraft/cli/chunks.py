@@ -112,24 +112,26 @@ def _create(args: argparse.Namespace) -> int:
     items = read_create_chunk_file(args.create_chunk_json_file)
     with open_client(args) as client:
         results = client.create_chunks(items, validate_only=args.dry_run)
-    return _report(args, "create", items, results)
+    _report(args, "create", items, results)
+    return _status("create", results)
 
 
 def _alter(args: argparse.Namespace) -> int:
     items = read_alter_chunk_file(args.alter_chunk_json_file)
     with open_client(args) as client:
         results = client.alter_chunk_assignments(items, validate_only=args.dry_run)
-        status = _report(args, "alter", items, results)
-        if args.wait:
-            moved = [item for item, result in zip(items, results, strict=False)
+        _report(args, "alter", items, results)
+        if args.wait:  # the moves that started, even if others were refused
+            moved = [item for item, result in zip(items, results, strict=True)
                      if not result.get("error_code")]
             if moved:
                 wait_for_moves(client, moved, timeout=args.timeout_ms / 1000)
-    return status
+    return _status("alter", results)
 
 
 def _report(args: argparse.Namespace, action: str, items: list[dict[str, Any]],
-            results: list[dict[str, Any]]) -> int:
+            results: list[dict[str, Any]]) -> None:
+    """One line per item (or the results as JSON)."""
     if len(results) != len(items):
         raise ToolError(f"the controller answered {len(results)} results for "
                         f"{len(items)} items")
@@ -137,7 +139,11 @@ def _report(args: argparse.Namespace, action: str, items: list[dict[str, Any]],
         print_json(results)
     else:
         for item, result in zip(items, results, strict=True):
-            print(format_result(action, item, result, dry_run=args.dry_run))
+            print(format_result(action, item, result, dry_run=args.dry_run), flush=True)
+
+
+def _status(action: str, results: list[dict[str, Any]]) -> int:
+    """0, or ToolError saying how many items failed (their lines said why)."""
     failed = sum(1 for result in results if result.get("error_code"))
     if failed:
         noun = "chunk creations" if action == "create" else "chunk reassignments"
