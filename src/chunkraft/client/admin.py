@@ -55,8 +55,8 @@ class AdminError(Exception):
         """One line for a person: the Kafka error name, the message and, for 401, a hint."""
         text = f"{self.error_name}: {self.message}" if self.message else self.error_name
         if self.status == 401:
-            text += (" (authentication failed: give a token with --command-config "
-                     "bearer.token=... or the CHUNKRAFT_TOKEN environment variable)")
+            text += (" (give a token: bearer.token=... in the --command-config file, or "
+                     "CHUNKRAFT_TOKEN)")
         return text
 
 
