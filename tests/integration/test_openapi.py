@@ -39,6 +39,9 @@ POSITIVE_EXAMPLES = 25
 NEGATIVE_EXAMPLES = 10
 """Requests per operation that break the document (wrong types, missing fields...), which must
 be refused with a documented 4xx."""
+UNPRIVILEGED_EXAMPLES = 5
+"""Valid requests per operation from a principal without any ACL: every refusal (403, or a
+per-item TOPIC_AUTHORIZATION_FAILED) must be documented too."""
 MAX_WAIT_MS = 100
 """Long polls (``wait_ms``) are cut to this, so one example never holds the test for 30 s."""
 REQUEST_TIMEOUT = 30.0
@@ -153,12 +156,15 @@ def run_operation(operation: Any, mode: GenerationMode, count: int, urls: list[s
     return sent
 
 
-def check_every_operation(cluster: LocalCluster, mode: GenerationMode, count: int) -> None:
+def check_every_operation(cluster: LocalCluster, mode: GenerationMode, count: int,
+                          token: str | None = None) -> None:
+    """Sends ``count`` generated requests of every operation with ``token`` (default the
+    admin's) and asserts that every answer is one the document declares."""
     cluster_id = prepare(cluster)
     leader = cluster.wait_ready(60.0)
     urls = [cluster.nodes[leader].url, cluster.nodes[follower_of(cluster, leader)].url]
     schema = schemathesis.openapi.from_url(f"{urls[0]}/openapi.json")  # exempt from auth
-    headers = {"Authorization": f"Bearer {cluster.admin_token}"}
+    headers = {"Authorization": f"Bearer {token or cluster.admin_token}"}
     failures: list[str] = []
     counts: dict[str, int] = {}
     started = time.monotonic()
@@ -180,3 +186,20 @@ def test_valid_requests_get_the_answers_the_document_declares(quorum: LocalClust
 
 def test_invalid_requests_are_refused_as_the_document_declares(quorum: LocalCluster) -> None:
     check_every_operation(quorum, GenerationMode.NEGATIVE, NEGATIVE_EXAMPLES)
+
+
+def test_refusals_of_a_principal_without_acls_are_documented(quorum: LocalCluster) -> None:
+    principal = "User:openapi-nobody"
+    try:
+        token = quorum.token(principal)
+    except KeyError:
+        token = quorum.add_token(principal)
+    leader_url = quorum.nodes[quorum.wait_ready(60.0)].url
+    deadline = time.monotonic() + 10.0  # nodes re-read the credentials file within a second
+    status = 401
+    while status == 401 and time.monotonic() < deadline:
+        status = httpx.get(f"{leader_url}/metrics", timeout=10.0,
+                           headers={"Authorization": f"Bearer {token}"}).status_code
+        time.sleep(0.2)
+    assert status == 403, f"{principal}'s token still answers {status}"
+    check_every_operation(quorum, GenerationMode.POSITIVE, UNPRIVILEGED_EXAMPLES, token)
