@@ -466,7 +466,20 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=30, help="sequential reads, one client")
     parser.add_argument("--no-save", action="store_true", help="do not append to RESULTS.md")
     parser.add_argument("--keep", action="store_true", help="keep logs and data dirs")
+    parser.add_argument("--report-from", type=Path, nargs="+", metavar="JSONL",
+                        help="write the RESULTS.md section from the JSON lines of earlier runs "
+                             "of this script (their stdout) instead of measuring")
     args = parser.parse_args()
+    if args.report_from:
+        for path in args.report_from:
+            for line in path.read_text().splitlines():
+                row = json.loads(line) if line.startswith("{") else {}
+                if row.get("bench") == "api":
+                    (NOTES.append(row["text"]) if row.get("item") == "note"
+                     else ROWS.append(row))
+        append_section("REST API (issue 4): 3 nodes on 127.0.0.1, authentication on",
+                       report(args.clients))
+        return
     items = [item for item in ITEMS if item in set(args.only or ITEMS)]
     duration = 5.0 if args.quick else args.duration
     repeats = 1 if args.quick else args.repeats
