@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from chunkraft.api.access import cluster_refusal
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
+from chunkraft.api.errors import ErrorBody
 from chunkraft.protocol.acls import AclOperation
 
 __all__ = ["router"]
@@ -18,7 +19,9 @@ router = APIRouter(prefix="/controller/v1", tags=["quorum"])
 
 
 @router.get("/quorum", summary="Leader, epoch, high watermark and each voter's progress "
-            "(DESCRIBE on the cluster)")
+            "(DESCRIBE on the cluster)", responses={
+                "4XX": {"model": ErrorBody, "description": "No or bad credentials (401), no "
+                        "DESCRIBE on the cluster (403)."}})
 async def describe_quorum(request: Request) -> Response:
     context: ControllerContext = request.app.state.context
     controller = context.controller

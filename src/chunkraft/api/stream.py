@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -23,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from chunkraft.api.access import cluster_refusal
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
-from chunkraft.api.errors import error_response
+from chunkraft.api.errors import ErrorBody, error_response
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.acls import AclOperation
 from chunkraft.records.files import snapshot_batches
@@ -37,7 +38,14 @@ MAX_RECORDS = 100_000
 MAX_BYTES = 64 * 1024 * 1024
 
 
-@router.get("/metadata-log", summary="Committed metadata records after an offset (long poll)")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorBody, "description": "Invalid parameters (400), no or bad credentials "
+            "(401), no CLUSTER_ACTION on the cluster (403)."},
+}
+
+
+@router.get("/metadata-log", summary="Committed metadata records after an offset (long poll; "
+            "CLUSTER_ACTION on the cluster)", responses=_ERRORS)
 async def read_metadata_log(
     request: Request,
     after: int = Query(-1, ge=-1, description="Return records with offsets above this one."),
@@ -75,7 +83,14 @@ async def read_metadata_log(
                     headers={"X-Metadata-Offset": str(read.high_watermark - 1)})
 
 
-@router.get("/snapshot", summary="The committed image as snapshot batches")
+@router.get("/snapshot", summary="The committed image as snapshot batches (CLUSTER_ACTION on "
+            "the cluster)", response_class=Response, responses={
+                200: {"description": "Snapshot batches (the records/files format).",
+                      "content": {"application/octet-stream": {
+                          "schema": {"type": "string", "format": "binary"}}}},
+                404: {"model": ErrorBody, "description": "Nothing is committed yet "
+                      "(SNAPSHOT_NEEDED)."},
+                **_ERRORS})
 async def read_snapshot(request: Request) -> Response:
     context: ControllerContext = request.app.state.context
     image = context.controller.image
