@@ -284,3 +284,20 @@ def test_a_certificate_principal_survives_forwarding_over_https(
     with admin_client(cluster) as admin:
         names = {t["name"] for t in admin.metadata()["topics"]}
     assert "heidi-orders" in names and "ivan-orders" not in names
+
+
+def test_a_controller_without_a_way_to_authenticate_does_not_start(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path / "no-auth", size=1,
+                           extra_properties={"auth.credentials.file": ""})
+    cluster.prepare()
+    cluster.start()
+    try:
+        process = cluster.nodes[1].process
+        assert process is not None
+        assert process.wait(timeout=60) == 1
+    finally:
+        stop_cluster(cluster)
+    log = cluster.nodes[1].log_path.read_text()
+    assert "no way to authenticate requests is configured" in log
+    for choice in ("auth.credentials.file", "ssl.client.auth", "auth.allow.anonymous=true"):
+        assert choice in log
