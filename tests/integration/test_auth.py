@@ -301,3 +301,24 @@ def test_a_controller_without_a_way_to_authenticate_does_not_start(tmp_path: Pat
     assert "no way to authenticate requests is configured" in log
     for choice in ("auth.credentials.file", "ssl.client.auth", "auth.allow.anonymous=true"):
         assert choice in log
+
+
+def test_requested_client_certificates_leave_tokens_usable(tmp_path: Path) -> None:
+    """``ssl.client.auth=requested``: a certificate, when sent, authenticates; without one, a
+    token does, and nothing at all is a 401 (not a failed handshake)."""
+    cluster = LocalCluster(tmp_path / "requested", size=1, tls=True, client_auth="requested",
+                           extra_properties=dict(BASE_PROPERTIES))
+    cluster.prepare()
+    cluster.start()
+    try:
+        cluster.wait_ready(timeout=READY_TIMEOUT)
+        url = cluster.nodes[1].url + f"{API}/quorum"
+        anonymous = cluster.client_context(None)  # verifies the server, sends no certificate
+        assert httpx.get(url, verify=anonymous, headers=cluster.headers,
+                         timeout=10).status_code == 200
+        assert_error(httpx.get(url, verify=anonymous, timeout=10), 401,
+                     "SASL_AUTHENTICATION_FAILED")
+        judy = httpx.get(url, verify=cluster.client_context("judy"), timeout=10)
+        assert "User:judy" in assert_error(judy, 403, "CLUSTER_AUTHORIZATION_FAILED")["message"]
+    finally:
+        stop_cluster(cluster)
