@@ -356,8 +356,6 @@ def _create(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _alter(client: AdminClient, args: argparse.Namespace) -> int:
-    if args.output == "table":
-        print(ALTER_WARNING)
     try:
         if args.replica_assignment is not None:
             answer: Any = _alter_with_assignment(client, args)
@@ -368,6 +366,8 @@ def _alter(client: AdminClient, args: argparse.Namespace) -> int:
         return _missing(args, error)
     if args.output == "json":
         print_json(answer)
+    else:  # after the change, so a refused one prints only its error
+        print(ALTER_WARNING)
     return 0
 
 
