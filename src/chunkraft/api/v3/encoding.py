@@ -129,12 +129,6 @@ _CHUNK = (
     '"isr_ids":%s,"adding_replica_ids":%s,"removing_replica_ids":%s}'
 )
 
-_EMBEDDED_CHUNK = (
-    '{"topic_name":"%s","partition_id":%d,"start_offset":%d,"stop_offset":%d,"end_offset":%d,'
-    '"start_timestamp":%d,"chunk_epoch":%d,"is_active":false,"leader_id":-1,"replica_ids":%s,'
-    '"isr_ids":%s,"adding_replica_ids":%s,"removing_replica_ids":%s}'
-)
-
 _PARTITION = (
     '{"kind":"KafkaPartition","metadata":{"self":"%s","resource_name":"%s"%s},'
     '"topic_name":"%s","partition_id":%d,"leader_id":%d,"leader_epoch":%d,'
@@ -201,7 +195,8 @@ class TopicEncoder:
     is written once per encoder. Not thread-safe (one request).
     """
 
-    __slots__ = ("_brokers_url", "_crn", "_ids", "_partitions_url", "_priors", "topic")
+    __slots__ = ("_brokers_url", "_crn", "_ids", "_partitions_url", "_priors", "_tails",
+                 "topic")
 
     def __init__(self, links: Links, topic: TopicImage) -> None:
         self.topic = topic
@@ -209,6 +204,7 @@ class TopicEncoder:
         self._brokers_url = _escaped(links.brokers())
         self._crn = _escaped(f"{links.crn}/topic={topic.name}")
         self._ids: dict[tuple[int, ...], str] = {(): "[]"}
+        self._tails: dict[tuple[tuple[int, ...], ...], str] = {}
         # New partitions of one expansion share their prior epochs; by identity, since
         # hashing a tuple of thousands of entries per partition would cost as much as writing.
         self._priors: dict[int, tuple[Any, str]] = {}
@@ -273,14 +269,29 @@ class TopicEncoder:
         key = (self._partitions_url, p, "chunks")
         text = FRAGMENTS.get(key, inactive)
         if text is None:
-            name = self.topic.name
-            ids = self._list
-            text = "[" + ",".join([_EMBEDDED_CHUNK % (
-                name, p, c.start_offset, c.stop_offset, c.end_offset, c.start_timestamp,
-                c.epoch, ids(c.replicas), ids(c.isr), ids(c.adding_replicas),
-                ids(c.removing_replicas)) for c in inactive]) + "]"
+            # An f-string per chunk, its replica lists written once per distinct combination:
+            # the fastest way found to write 50,000 chunks (a first describe is uncached).
+            head = f'{{"topic_name":"{self.topic.name}","partition_id":{p},"start_offset":'
+            tails = self._tails
+            texts = []
+            for c in inactive:
+                lists = (c.replicas, c.isr, c.adding_replicas, c.removing_replicas)
+                tail = tails.get(lists)
+                if tail is None:
+                    tail = tails[lists] = self._chunk_tail(*lists)
+                texts.append(f'{head}{c.start_offset},"stop_offset":{c.stop_offset},'
+                             f'"end_offset":{c.end_offset},"start_timestamp":'
+                             f'{c.start_timestamp},"chunk_epoch":{c.epoch}{tail}')
+            text = "[" + ",".join(texts) + "]"
             FRAGMENTS.put(key, inactive, text)
         return text
+
+    def _chunk_tail(self, replicas: tuple[int, ...], isr: tuple[int, ...],
+                    adding: tuple[int, ...], removing: tuple[int, ...]) -> str:
+        ids = self._list
+        return (f',"is_active":false,"leader_id":-1,"replica_ids":{ids(replicas)},'
+                f'"isr_ids":{ids(isr)},"adding_replica_ids":{ids(adding)},'
+                f'"removing_replica_ids":{ids(removing)}}}')
 
     def _partition(self, partition: PartitionRecord, chunks: int, offset: int | None) -> str:
         p = partition.partition_id
