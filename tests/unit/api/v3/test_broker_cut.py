@@ -1,0 +1,47 @@
+"""Finding and asking a partition's leader broker for the admin form of CreateChunks
+(chunkraft.api.v3.broker_cut): URLs from registrations, and every reason not to ask."""
+
+from __future__ import annotations
+
+import asyncio
+
+from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders, broker_url
+from chunkraft.error_codes import Errors
+from chunkraft.records import BrokerEndpoint, RegisterBrokerRecord
+from tests.unit.controller.operations.cluster_builders import cluster, partition, with_topic
+
+LEADER_NOT_AVAILABLE = Errors.LEADER_NOT_AVAILABLE.code
+
+
+def registration(*endpoints: BrokerEndpoint) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(broker_id=1, end_points=endpoints)
+
+
+def test_the_broker_url_prefers_a_listener_named_http_or_https() -> None:
+    kafka = BrokerEndpoint(name="PLAINTEXT", host="b1", port=9092)
+    assert broker_url(registration(kafka)) == "http://b1:9092"
+    assert broker_url(registration(kafka, BrokerEndpoint(name="http", host="b1", port=8080))
+                      ) == "http://b1:8080"
+    assert broker_url(registration(kafka, BrokerEndpoint(name="HTTPS", host="::1", port=8443))
+                      ) == "https://[::1]:8443"
+    assert broker_url(registration()) is None
+
+
+def test_no_leader_a_fenced_or_unregistered_one_or_no_listener_is_leader_not_available(
+) -> None:
+    image = cluster(1, 2, 3, fenced=(3,))
+    image = with_topic(image, partition(0, (1, 2), leader=-1, isr=(1, 2)),
+                       partition(1, (3, 1)), partition(2, (2, 1), leader=9, isr=(2, 1)),
+                       partition(3, (2, 1)))
+    assert not image.brokers.get(2).end_points  # the builders register no listener
+    cuts = [CutRequest("orders", p, (1, 2), -1) for p in (0, 1, 2, 3)]
+    cuts.append(CutRequest("orders", 7, (1, 2), -1))
+    cuts.append(CutRequest("nope", 0, (1, 2), -1))
+    outcomes = asyncio.run(ask_leaders(image, cuts))
+    assert outcomes[0] == (LEADER_NOT_AVAILABLE, "orders-0 has no leader")
+    assert outcomes[1] == (LEADER_NOT_AVAILABLE, "the leader of orders-1, broker 3, is fenced")
+    assert outcomes[2] == (LEADER_NOT_AVAILABLE,
+                           "the leader of orders-2, broker 9, is not registered")
+    assert outcomes[3] == (LEADER_NOT_AVAILABLE,
+                           "the leader of orders-3, broker 2, registered no listener")
+    assert [code for code, _ in outcomes[4:]] == [Errors.UNKNOWN_TOPIC_OR_PARTITION.code] * 2
