@@ -397,3 +397,31 @@ def test_whole_request_errors(rest: dict[str, Rest]) -> None:
     client.error("POST", "/chunks:alter-assignments", 400, "INVALID_REQUEST", {"chunks": [
         {"topic": "x", "partition": 0, "start_offset": 0, "replicas": [1]}] * 1001})
     client.error("DELETE", "/acls", 400, "INVALID_REQUEST")
+
+
+def test_a_forwarded_request_to_a_non_leader_is_421(rest: dict[str, Rest]) -> None:
+    follower = rest["follower"]
+    message = follower.error("POST", "/topics", 421, "NOT_CONTROLLER",
+                             {"topic_name": "twice-forwarded"},
+                             headers={"X-Chunkraft-Forwarded": "9"})
+    assert "already forwarded" in message
+
+
+def test_without_a_quorum_writes_are_503_and_reads_still_answer(
+        quorum: LocalCluster, rest: dict[str, Rest]) -> None:
+    """Runs last in the module: it stops two nodes (the next test's fixture restarts them)."""
+    rest["leader"].ok("POST", "/topics", {"topic_name": "before-the-storm",
+                                          "partitions_count": 1, "replication_factor": 1},
+                      status=201)
+    survivor = rest["other"]
+    offset = int(survivor.call("GET", "/topics/before-the-storm?min_offset=0&wait_ms=10000")
+                 .headers["x-metadata-offset"])
+    quorum.kill(rest["leader"].node_id)
+    quorum.kill(rest["follower"].node_id)
+    message = survivor.error("POST", "/topics", 503, "NOT_CONTROLLER",
+                             {"topic_name": "during-the-storm"})
+    assert "retry" in message  # no leader known yet, or the dead leader did not answer
+    topic = survivor.ok("GET", f"/topics/before-the-storm?min_offset={offset}")
+    assert topic["partitions_count"] == 1
+    survivor.error("GET", f"/topics?min_offset={offset + 1000}&wait_ms=200", 503,
+                   "REQUEST_TIMED_OUT")
