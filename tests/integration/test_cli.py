@@ -210,6 +210,10 @@ def test_json_output_is_the_rest_data(cli: Cli) -> None:
     assert [p["partition_id"] for p in described[0]["partitions"]] == [0, 1]
     listed = json.loads(ok(cli.run("topics", "--list", "--output", "json")))
     assert "as-json" in {t["topic_name"] for t in listed}
+    matched = ok(cli.run("topics", "--describe", "--topic", "as-js.*"))  # a regular expression
+    assert matched.startswith("Topic: as-json\t") and matched.count("\nTopic: ") == 0
+    everything = ok(cli.run("topics", "--describe"))
+    assert "Topic: as-json\t" in everything and "Topic: topic1\t" in everything
 
 
 def test_a_create_through_one_follower_is_described_through_another(cli: Cli) -> None:

@@ -185,7 +185,12 @@ def _missing(args: argparse.Namespace, error: AdminError) -> int:
 
 
 def _selected_names(client: AdminClient, pattern: str | None) -> list[str]:
-    names = sorted(str(topic["topic_name"]) for topic in client.list_topics())
+    return _matching(sorted(str(topic["topic_name"]) for topic in client.list_topics()), pattern)
+
+
+def _matching(names: list[str], pattern: str | None) -> list[str]:
+    """``names`` that ``pattern`` (a regular expression, as kafka-topics' --topic) matches
+    whole; all of them without a pattern."""
     if pattern is None:
         return names
     try:
@@ -219,24 +224,22 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
             topics.append(client.get_topic(args.topic))
         except AdminError as error:
             return _missing(args, error)
-    else:
-        names = _selected_names(client, args.topic)
+    else:  # every topic, or those matching a regular expression: one listing has them all
+        listed = {str(topic["topic_name"]): topic for topic in client.list_topics()}
+        names = _matching(sorted(listed), args.topic)
         if args.topic is not None and not names and not args.if_exists:
             raise ToolError(f"Topic '{args.topic}' does not exist as expected")
-        for name in names:
-            try:
-                topics.append(client.get_topic(name))
-            except AdminError as error:  # deleted since the listing: not an error
-                if error.error_name != "UNKNOWN_TOPIC_OR_PARTITION":
-                    raise
+        topics = [listed[name] for name in names]
     described = []
     for topic in topics:
         try:
             partitions = client.list_partitions(topic["topic_name"], include_chunks=True)
         except AdminError as error:
-            if error.error_name != "UNKNOWN_TOPIC_OR_PARTITION" or not args.topic:
+            if error.error_name != "UNKNOWN_TOPIC_OR_PARTITION":
                 raise
-            return _missing(args, error)
+            if _is_plain_name(args.topic):
+                return _missing(args, error)
+            continue  # deleted since the listing: not an error
         partitions = [p for p in partitions if _wanted(p, args)]
         described.append({**topic, "partitions": partitions})
     if args.output == "json":

@@ -33,6 +33,10 @@ __all__ = ["AdminClient", "AdminError", "split_bootstrap"]
 
 _RETRIABLE_STATUSES = frozenset({421, 502, 503, 504})
 _SUCCESS = frozenset({200, 201, 202, 204})
+TOPICS_PAGE = 1000
+PARTITIONS_PAGE = 10_000
+"""The largest pages the API serves: topics by the thousand; partitions and chunks by ten
+thousand (a whole 10,000-partition topic in one request)."""
 MAX_PAGES = 10_000
 """Pages one listing may follow (100 million partitions at 10,000 a page)."""
 
@@ -212,7 +216,7 @@ class AdminClient:
     # ------------------------------------------------------------------ resources
 
     def list_topics(self) -> list[dict[str, Any]]:
-        return self.get_all(self.cluster_path("topics"))
+        return self.get_all(self.cluster_path("topics"), {"page_size": TOPICS_PAGE})
 
     def get_topic(self, name: str) -> dict[str, Any]:
         return self.get(self.cluster_path("topics", name))
@@ -252,7 +256,8 @@ class AdminClient:
     def list_partitions(self, topic: str, *, include_chunks: bool = False
                         ) -> list[dict[str, Any]]:
         return self.get_all(self.cluster_path("topics", topic, "partitions"),
-                            {"include_chunks": str(include_chunks).lower()})
+                            {"include_chunks": str(include_chunks).lower(),
+                             "page_size": PARTITIONS_PAGE})
 
     def get_partition(self, topic: str, partition: int, *, include_chunks: bool = False
                       ) -> dict[str, Any]:
@@ -261,7 +266,7 @@ class AdminClient:
 
     def list_chunks(self, topic: str, partition: int) -> list[dict[str, Any]]:
         return self.get_all(self.cluster_path("topics", topic, "partitions", partition,
-                                              "chunks"))
+                                              "chunks"), {"page_size": PARTITIONS_PAGE})
 
     def get_chunk(self, topic: str, partition: int, start_offset: int) -> dict[str, Any]:
         return self.get(self.cluster_path("topics", topic, "partitions", partition, "chunks",
