@@ -236,10 +236,9 @@ def _unique(acls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _add(client: AdminClient, args: argparse.Namespace) -> int:
     acls = _planned(args)
-    for acl in acls:
-        client.create_acl(acl)
+    created = [client.create_acl(acl) for acl in acls]
     if args.output == "json":
-        print_json(acls)
+        print_json(created)
         return 0
     for pattern, group in _by_pattern(acls):
         _print_group("Adding ACLs for resource", pattern, group)

@@ -289,8 +289,10 @@ class AdminClient:
     def list_acls(self, acl_filter: dict[str, str]) -> list[dict[str, Any]]:
         return self.get_all(self.cluster_path("acls"), acl_filter)
 
-    def create_acl(self, acl: dict[str, str]) -> None:
-        self.write("POST", self.cluster_path("acls"), acl)
+    def create_acl(self, acl: dict[str, str]) -> dict[str, Any]:
+        """The KafkaAcl created (or already there)."""
+        answer: dict[str, Any] = self.write("POST", self.cluster_path("acls"), acl) or {}
+        return answer
 
     def delete_acls(self, acl_filter: dict[str, str]) -> list[dict[str, Any]]:
         answer = self.write("DELETE", self.cluster_path("acls"), params=acl_filter)
