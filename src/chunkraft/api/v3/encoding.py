@@ -38,6 +38,7 @@ __all__ = [
     "acl_dict",
     "broker_dict",
     "list_json",
+    "list_json_pieces",
     "topic_dict",
 ]
 
@@ -50,9 +51,26 @@ def _escaped(text: str) -> str:
 def list_json(kind: str, self_url: str, next_url: str | None, offset: int,
               items: Iterable[str]) -> str:
     """A list resource around items that are already JSON."""
+    return _list_open(kind, self_url, next_url, offset) + ",".join(items) + "]}"
+
+
+def list_json_pieces(kind: str, self_url: str, next_url: str | None, offset: int,
+                     items: Iterable[Iterable[bytes]]) -> bytes:
+    """A list resource around items given as pieces of JSON, joined once."""
+    pieces = [_list_open(kind, self_url, next_url, offset).encode()]
+    for item in items:
+        pieces.extend(item)
+        pieces.append(b",")
+    if len(pieces) > 1:
+        pieces.pop()  # the last item's comma
+    pieces.append(b"]}")
+    return b"".join(pieces)
+
+
+def _list_open(kind: str, self_url: str, next_url: str | None, offset: int) -> str:
     metadata = json.dumps({"self": self_url, "next": next_url, "metadata_offset": offset},
                           separators=(",", ":"))
-    return f'{{"kind":"{kind}","metadata":{metadata},"data":[{",".join(items)}]}}'
+    return f'{{"kind":"{kind}","metadata":{metadata},"data":['
 
 
 def broker_dict(links: Links, broker: RegisterBrokerRecord, offset: int | None = None
@@ -135,8 +153,9 @@ _PARTITION = (
     '"partition_epoch":%d,"replica_ids":%s,"isr_ids":%s,"adding_replica_ids":%s,'
     '"removing_replica_ids":%s,"start_offset":%d,"start_timestamp":%d,'
     '"prior_partition_epochs":%s,"chunks_count":%d,"leader":%s,'
-    '"replicas":{"related":"%s/replicas"},"chunks":{"related":"%s/chunks"}}'
+    '"replicas":{"related":"%s/replicas"},"chunks":{"related":"%s/chunks"}'
 )
+"""A partition without its closing brace: ``inactive_chunks`` may follow."""
 
 _REPLICA = (
     '{"kind":"KafkaReplica","metadata":{"self":"%s/replicas/%d","resource_name":'
@@ -158,16 +177,16 @@ class FragmentCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.size = 0
-        self._entries: OrderedDict[Hashable, tuple[object, str]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[object, bytes]] = OrderedDict()
 
-    def get(self, key: Hashable, anchor: object) -> str | None:
+    def get(self, key: Hashable, anchor: object) -> bytes | None:
         entry = self._entries.get(key)
         if entry is None or entry[0] is not anchor:
             return None
         self._entries.move_to_end(key)
         return entry[1]
 
-    def put(self, key: Hashable, anchor: object, text: str) -> None:
+    def put(self, key: Hashable, anchor: object, text: bytes) -> None:
         old = self._entries.pop(key, None)
         if old is not None:
             self.size -= len(old[1])
@@ -185,7 +204,7 @@ class FragmentCache:
 
 
 FRAGMENTS = FragmentCache(64 * 1024 * 1024)
-"""The controller's partition and chunk-list fragments: at most 64 MiB of JSON text."""
+"""The controller's partition and chunk-list fragments: at most 64 MiB of JSON (UTF-8)."""
 
 
 class TopicEncoder:
@@ -245,27 +264,36 @@ class TopicEncoder:
 
     def partition(self, partition: PartitionRecord, include_chunks: bool,
                   offset: int | None = None) -> str:
-        """The partition's JSON. A list item (no ``offset``) is put together from two cached
-        fragments: the partition itself (anchored on its record) and its inactive chunks
-        (anchored on their tuple), so a leader epoch bump rewrites no chunk and a new chunk
-        rewrites no other partition."""
+        """The partition's JSON (with ``offset``: as a single resource, written afresh)."""
+        if offset is None:
+            return b"".join(self.partition_pieces(partition, include_chunks)).decode()
+        inactive = self.topic.chunks.get(partition.partition_id, ())
+        head = self._partition(partition, len(inactive), offset)
+        if not include_chunks:
+            return head + "}"
+        chunks = self._inactive_chunks(partition.partition_id, inactive).decode()
+        return f'{head},"inactive_chunks":{chunks}}}'
+
+    def partition_pieces(self, partition: PartitionRecord, include_chunks: bool
+                         ) -> tuple[bytes, ...]:
+        """A list item's JSON as pieces to join, from two cached fragments: the partition
+        itself (anchored on its record) and its inactive chunks (anchored on their tuple), so
+        a leader epoch bump rewrites no chunk and a new chunk rewrites no other partition. The
+        pieces are joined once for the whole list: a 22 MB answer is never copied per item."""
         p = partition.partition_id
         inactive = self.topic.chunks.get(p, ())
-        if offset is None:
-            key = (self._partitions_url, p, len(inactive))
-            head = FRAGMENTS.get(key, partition)
-            if head is None:
-                head = self._partition(partition, len(inactive), None)
-                FRAGMENTS.put(key, partition, head)
-        else:
-            head = self._partition(partition, len(inactive), offset)
+        key = (self._partitions_url, p, len(inactive))
+        head = FRAGMENTS.get(key, partition)
+        if head is None:
+            head = self._partition(partition, len(inactive), None).encode()
+            FRAGMENTS.put(key, partition, head)
         if not include_chunks:
-            return head
-        return f'{head[:-1]},"inactive_chunks":{self._inactive_chunks(p, inactive)}}}'
+            return head, b"}"
+        return head, b',"inactive_chunks":', self._inactive_chunks(p, inactive), b"}"
 
-    def _inactive_chunks(self, p: int, inactive: tuple[ChunkRecord, ...]) -> str:
+    def _inactive_chunks(self, p: int, inactive: tuple[ChunkRecord, ...]) -> bytes:
         if not inactive:
-            return "[]"
+            return b"[]"
         key = (self._partitions_url, p, "chunks")
         text = FRAGMENTS.get(key, inactive)
         if text is None:
@@ -282,7 +310,7 @@ class TopicEncoder:
                 texts.append(f'{head}{c.start_offset},"stop_offset":{c.stop_offset},'
                              f'"end_offset":{c.end_offset},"start_timestamp":'
                              f'{c.start_timestamp},"chunk_epoch":{c.epoch}{tail}')
-            text = "[" + ",".join(texts) + "]"
+            text = ("[" + ",".join(texts) + "]").encode()
             FRAGMENTS.put(key, inactive, text)
         return text
 

@@ -24,7 +24,7 @@ from chunkraft.api.v3.common import (
     json_answer,
     topic_forbidden,
 )
-from chunkraft.api.v3.encoding import TopicEncoder, list_json
+from chunkraft.api.v3.encoding import TopicEncoder, list_json, list_json_pieces
 from chunkraft.api.v3.models import (
     KafkaChunk,
     KafkaChunkList,
@@ -92,10 +92,11 @@ async def list_partitions(request: Request, cluster_id: str, topic_name: str,
     if isinstance(page, Response):
         return page
     links = Links(request, cluster_id)
-    encode = TopicEncoder(links, topic).partition
-    items = [encode(partitions[p], include_chunks) for p in page.items]
-    return json_answer(list_json("KafkaPartitionList", links.partitions(topic_name), page.next,
-                                 image.offset, items), image.offset)
+    pieces = TopicEncoder(links, topic).partition_pieces
+    body = list_json_pieces("KafkaPartitionList", links.partitions(topic_name), page.next,
+                            image.offset, (pieces(partitions[p], include_chunks)
+                                           for p in page.items))
+    return json_answer(body, image.offset)
 
 
 @router.get(_TOPIC + "/partitions/{partition_id}", summary="One partition",
