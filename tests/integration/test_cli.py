@@ -94,10 +94,17 @@ class Cli:
                               env=environment, check=False)
 
     def config_for(self, principal: str) -> Path:
-        """A command-config file authenticating as ``principal`` (a new token)."""
+        """A command-config file authenticating as ``principal`` (a new token), once every
+        node accepts the token (they re-read the credentials file about once a second)."""
         token = self.cluster.add_token(principal, "test_cli")
         path = self.tmp / f"{principal.replace(':', '_')}-{new_key()[:6]}.properties"
         path.write_text(f"bearer.token={token}\n")
+        deadline = time.monotonic() + 30
+        for url in self.cluster.urls:
+            while httpx.get(f"{url}/v3/clusters", timeout=10,
+                            headers={"authorization": f"Bearer {token}"}).status_code == 401:
+                assert time.monotonic() < deadline, f"{url} never accepted the new token"
+                time.sleep(0.1)
         return path
 
     def write(self, name: str, text: str) -> Path:
@@ -419,7 +426,6 @@ def test_a_wrong_token_is_a_401_message(cli: Cli) -> None:
 
 def test_acls_grant_and_take_away_what_a_principal_may_do(cli: Cli) -> None:
     alice = cli.config_for("User:alice")
-    time.sleep(1.5)  # the nodes re-read the credentials file at most once a second
     ok(cli.run("topics", "--create", "--topic", "alices", "--partitions", "1",
                "--replication-factor", "1"))
     denied = failed(cli.run("topics", "--describe", "--topic", "alices", config=alice))
