@@ -202,9 +202,12 @@ class AdminClient:
     def cluster_id(self) -> str:
         """The id of the cluster the controllers serve (asked once, then remembered)."""
         if self._cluster_id is None:
-            clusters = self.get("/v3/clusters").get("data") or []
-            if not clusters:
-                raise AdminError(None, "UNKNOWN_SERVER_ERROR", "the controller lists no cluster")
+            clusters = self.get("/v3/clusters").get("data")
+            if not isinstance(clusters, list) or not clusters or \
+                    not isinstance(clusters[0], dict) or "cluster_id" not in clusters[0]:
+                raise AdminError(None, "UNKNOWN_SERVER_ERROR",
+                                 "GET /v3/clusters did not name a cluster: is this a chunkraft "
+                                 "controller?")
             self._cluster_id = str(clusters[0]["cluster_id"])
         return self._cluster_id
 

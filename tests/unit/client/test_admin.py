@@ -248,3 +248,11 @@ def test_resource_paths_escape_names_and_bodies_are_the_rest_shapes() -> None:
         ("GET", "/v3/clusters/Cid-1/topics/t/partitions/0/chunks/100", None),
         ("GET", "/v3/clusters/Cid-1/acls?resource_type=TOPIC", None),
     ]
+
+
+def test_something_that_is_not_a_controller_is_named_as_such() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"hello": "world"})
+
+    with client(handler) as admin, pytest.raises(AdminError, match="is this a chunkraft"):
+        admin.cluster_id()
