@@ -485,8 +485,9 @@ def main() -> None:
     repeats = 1 if args.quick else args.repeats
     pairs = 100 if args.quick else args.pairs
     reads = 10 if args.quick else args.reads
-    # 32 concurrent reads of 100,000 partitions take tens of seconds each on 2 cores: a window
-    # must hold a few of them for a p50 to mean anything
+    # 32 concurrent reads of 20+ MB answers (10,000 partitions with their chunks, or 100,000
+    # partitions) take tens of seconds each on 2 cores: they start together and end together,
+    # so a window must hold a few rounds of them for a p50 to mean anything
     read_window = 40.0 if args.quick else max(duration, 90.0)
     note(f"Code measured: {code_version()}. At the start: {other_load()}. Other work on the "
          "machine is not under this script's control: `other` CPU is the machine's busy CPU "
@@ -518,7 +519,7 @@ def main() -> None:
                 "create-partitions": lambda: bench_create_partitions(
                     cluster, cluster_id, args.clients, duration, repeats),
                 "describe": lambda: bench_describe(cluster, cluster_id, args.clients,
-                                                   max(duration, 20.0), reads),
+                                                   read_window, reads),
                 "metadata": lambda: bench_metadata(cluster, args.clients, read_window, reads),
             }
             steps += [(item, actions[item]) for item in items if item in actions]
