@@ -329,16 +329,28 @@ def bench_read(cluster: LocalCluster, item: str, method: str, path: str, body: A
     pids = controller_pids(cluster)
     urls = [node.url for node in cluster.nodes.values()]
     leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
+    epoch = raft_epoch(cluster)
     latencies, size = sequential_reads([leader_url], method, path, body, sequential)
+    epoch, elections = raft_epoch(cluster), raft_epoch(cluster) - epoch
     record({"item": item, "variant": "one client, to the leader", "clients": 1,
             "requests": len(latencies), "p50_ms": ms(latencies, 0.5),
             "p99_ms": ms(latencies, 0.99), "min_ms": round(min(latencies), 2),
-            "max_ms": round(max(latencies), 2), "answer_bytes": size, **extra})
+            "max_ms": round(max(latencies), 2), "answer_bytes": size,
+            "raft_elections": elections, **extra})
     kind = "get" if method == "GET" else "post-read"
     workload = Workload(kind, tuple(urls), item, path=path,
                         body=json.dumps(body) if body is not None else "", timeout=300.0)
-    load_row(item, "clients over the 3 nodes", workload, clients, duration, pids,
-             extra={"answer_bytes": size, **extra})
+    row = load_row(item, "clients over the 3 nodes", workload, clients, duration, pids,
+                   extra={"answer_bytes": size, **extra})
+    row["raft_elections"] = raft_epoch(cluster) - epoch
+    emit({"bench": "api", "item": f"{item}-elections", "clients": clients,
+          "raft_elections": row["raft_elections"]})
+
+
+def raft_epoch(cluster: LocalCluster) -> int:
+    """The quorum's Raft epoch (term) once a leader is known: each election raises it."""
+    leader = cluster.wait_ready(CLUSTER_TIMEOUT)
+    return int(quorum(cluster.nodes[leader].url, timeout=60.0)["epoch"])
 
 
 def bench_describe(cluster: LocalCluster, cluster_id: str, clients: int, duration: float,
@@ -432,12 +444,15 @@ def report(clients: int) -> list[str]:
                 verdict = " (met)" if row["p50_ms"] <= 200 else " (MISSED)"
             lines.append(f"| {label}, one client | p50 {row['p50_ms']} ms, p99 "
                          f"{row['p99_ms']} ms ({row['requests']} requests, "
-                         f"{row['answer_bytes']:,} bytes){verdict} | {target} |")
+                         f"{row['answer_bytes']:,} bytes, Raft elections meanwhile "
+                         f"{row.get('raft_elections', '?')}){verdict} | {target} |")
         many = [r for r in find(item) if r.get("clients", 1) > 1]
+        elections = {r["clients"]: r["raft_elections"] for r in find(f"{item}-elections")}
         for row in many:
             lines.append(f"| {label}, {row['clients']} clients over the 3 nodes | p50 "
                          f"{row['p50_ms']} ms, p99 {row['p99_ms']} ms, {row['ops_per_s']} "
-                         f"answers/s, errors {row['errors']} | - |")
+                         f"answers/s, errors {row['errors']}, Raft elections meanwhile "
+                         f"{elections.get(row['clients'], '?')} | - |")
     lines.append("")
     for build in find("describe-build") + find("metadata-build"):
         lines.append(f"Build ({build['item']}): {build['partitions']:,} partitions, "
