@@ -343,8 +343,8 @@ def bench_read(cluster: LocalCluster, item: str, method: str, path: str, body: A
     row = load_row(item, "clients over the 3 nodes", workload, clients, duration, pids,
                    extra={"answer_bytes": size, **extra})
     row["raft_elections"] = raft_epoch(cluster) - epoch
-    emit({"bench": "api", "item": f"{item}-elections", "clients": clients,
-          "raft_elections": row["raft_elections"]})
+    record({"item": f"{item}-elections", "clients": clients,
+            "raft_elections": row["raft_elections"]})
 
 
 def raft_epoch(cluster: LocalCluster) -> int:
