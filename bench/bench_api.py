@@ -410,8 +410,8 @@ def report(clients: int) -> list[str]:
         lines.append(
             f"| REST layer's added latency, {row['operation']}: RPC p50 {row['rpc_p50_ms']} "
             f"ms / v3 p50 {row['v3_p50_ms']} ms ({row['pairs']} interleaved pairs, one client, "
-            f"to the leader) | +{row['added_p50_ms']} ms p50 (median of paired differences "
-            f"{row['paired_diff_median_ms']} ms){verdict} | {target} |")
+            f"to the leader) | {row['added_p50_ms']:+.2f} ms p50 (median of paired differences "
+            f"{row['paired_diff_median_ms']:+.2f} ms){verdict} | {target} |")
     for row in find("middleware"):
         lines.append(f"| metrics middleware, in-process, per request | "
                      f"{row['us_per_request_median']} us (min {row['us_per_request_min']}) | "
