@@ -272,3 +272,29 @@ def test_metrics_need_authentication_and_describe_on_the_cluster(tmp_path: Path)
         assert value(found, "chunkraft_image_size", kind="acls") == 1
 
     asyncio.run(scenario())
+
+
+def test_image_sizes_follow_every_change_counting_only_changed_topics() -> None:
+    async def scenario() -> None:
+        async with running_node() as node:
+            await start_brokers(node, (1, 2, 3))
+            for name in ("a", "b"):
+                created = await node.post("create-topics", {"topics": [
+                    {"name": name, "num_partitions": 2, "replication_factor": 3}]})
+                assert created.status_code == 200, created.text
+            first = value(await scrape(node.http), "chunkraft_image_size", kind="chunks")
+            cut = await node.post("create-chunks", {"topics": [{"name": "a", "partitions": [{
+                "partition_index": 0, "broker_ids": [1, 2, 3], "prev_stop_offset": 99,
+                "prev_end_offset": 99, "start_offset": 100, "start_timestamp": 1}]}]})
+            assert cut.status_code == 200, cut.text
+            assert cut.json()["topics"][0]["partitions"][0]["error_code"] == 0, cut.text
+            found = await scrape(node.http)
+            assert value(found, "chunkraft_image_size", kind="chunks") == first + 1
+            deleted = await node.post("delete-topics", {"topic_names": ["a"]})
+            assert deleted.status_code == 200, deleted.text
+            found = await scrape(node.http)
+            assert value(found, "chunkraft_image_size", kind="chunks") == 0
+            assert value(found, "chunkraft_image_size", kind="topics") == 1
+            assert value(found, "chunkraft_image_size", kind="partitions") == 2
+
+    asyncio.run(scenario())
