@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from chunkraft.api import controller_routes, quorum, stream, v3
 from chunkraft.api.authentication import install_authentication
@@ -17,7 +18,30 @@ from chunkraft.api.metrics import install_metrics
 from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
 
-__all__ = ["create_app"]
+__all__ = ["READY_MAX_LAG_ENTRIES", "Health", "Readiness", "create_app"]
+
+READY_MAX_LAG_ENTRIES = 100
+"""A node more Raft entries than this behind the commit index it knows of is not ready: it
+would answer reads from an old image (a restarted node replaying its journal, a slow follower)."""
+
+
+class Health(BaseModel):
+    """``GET /healthz``: the process is up (no check of the quorum)."""
+
+    status: str
+    node_id: int
+
+
+class Readiness(BaseModel):
+    """``GET /readyz``: whether this node should take traffic, and why not."""
+
+    ready: bool
+    leader_id: int | None
+    has_quorum: bool
+    lag_entries: int
+    """Committed Raft entries this node has not applied yet."""
+    failure: str | None
+    metadata_offset: int
 
 
 def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
@@ -59,16 +83,23 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     app.include_router(stream.router)
     app.include_router(quorum.router)
 
-    @app.get("/healthz", tags=["health"], summary="The process is up")
+    @app.get("/healthz", tags=["health"], summary="The process is up",
+             responses={200: {"model": Health}})
     async def healthz() -> JSONResponse:
         return JSONResponse({"status": "ok", "node_id": context.node_id})
 
-    @app.get("/readyz", tags=["health"], summary="A leader is known and this node applies its log")
+    @app.get("/readyz", tags=["health"],
+             summary="A leader is known, the quorum is present and this node has caught up",
+             responses={200: {"model": Readiness, "description": "Ready"},
+                        503: {"model": Readiness, "description": "Not ready (see the fields)"}})
     async def readyz(request: Request) -> JSONResponse:
         status = context.controller.raft.status()
-        ready = status.failure is None and status.leader_id is not None and status.has_quorum
+        lag = max(status.commit_index - status.last_applied_index, 0)
+        ready = (status.failure is None and status.leader_id is not None
+                 and status.has_quorum and lag <= READY_MAX_LAG_ENTRIES)
         return JSONResponse(
-            {"ready": ready, "leader_id": status.leader_id, "failure": status.failure,
+            {"ready": ready, "leader_id": status.leader_id, "has_quorum": status.has_quorum,
+             "lag_entries": lag, "failure": status.failure,
              "metadata_offset": status.high_watermark - 1},
             status_code=200 if ready else 503)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import httpx
 
+from chunkraft.api.app import READY_MAX_LAG_ENTRIES
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
+from chunkraft.controller.raft.log import QuorumStatus
 from tests.unit.api.support import FollowerRaft, running_node, start_brokers
 
 
@@ -28,7 +31,8 @@ def test_readyz_needs_a_known_leader_and_a_healthy_log() -> None:
             await start_brokers(node, (1,))
             ready = await node.http.get("/readyz")
             assert ready.status_code == 200
-            assert ready.json() == {"ready": True, "leader_id": 1, "failure": None,
+            assert ready.json() == {"ready": True, "leader_id": 1, "has_quorum": True,
+                                    "lag_entries": 0, "failure": None,
                                     "metadata_offset": node.context.controller.image.offset}
             node.raft.set_leader(False)
             leaderless = await node.http.get("/readyz")
@@ -40,6 +44,32 @@ def test_readyz_needs_a_known_leader_and_a_healthy_log() -> None:
             failed = await node.http.get("/readyz")
             assert failed.status_code == 503
             assert "corrupt" in failed.json()["failure"]
+
+    asyncio.run(scenario())
+
+
+class LaggingRaft(FollowerRaft):
+    """A follower with a quorum that knows of ``lag`` committed entries it has not applied."""
+
+    def __init__(self, lag: int) -> None:
+        super().__init__(2, leader=1)
+        self.lag = lag
+
+    def status(self) -> QuorumStatus:
+        status = super().status()
+        return dataclasses.replace(status, has_quorum=True,
+                                   commit_index=status.last_applied_index + self.lag)
+
+
+def test_a_follower_far_behind_the_commit_index_is_not_ready() -> None:
+    async def scenario() -> None:
+        async with running_node(LaggingRaft(READY_MAX_LAG_ENTRIES)) as node:
+            close = await node.http.get("/readyz")
+            assert close.status_code == 200, close.json()
+        async with running_node(LaggingRaft(READY_MAX_LAG_ENTRIES + 1)) as node:
+            behind = await node.http.get("/readyz")
+            assert behind.status_code == 503
+            assert behind.json()["lag_entries"] == READY_MAX_LAG_ENTRIES + 1
 
     asyncio.run(scenario())
 
