@@ -20,10 +20,10 @@ from chunkraft.api.authorized import (
     create_partitions_as,
     create_topics_as,
     delete_topics_as,
-    describe_as,
 )
 from chunkraft.api.context import ControllerContext
-from chunkraft.api.rpc import add_read_route, add_write_route
+from chunkraft.api.metadata_answers import metadata_answer
+from chunkraft.api.rpc import EncodedAnswer, add_read_route, add_write_route
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations import acls, brokers, producer_ids
 from chunkraft.controller.operations.alter_partition import alter_partition
@@ -183,11 +183,13 @@ add_write_route(router, "/chunk-replica-state", ChunkReplicaStateRequest,
 
 
 def _metadata(context: ControllerContext, principal: Principal, image: MetadataImage,
-              request: MetadataRequest) -> MetadataResponse:
+              request: MetadataRequest) -> EncodedAnswer:
+    """``describe_as``'s answer, written without models (:mod:`chunkraft.api.metadata_json`:
+    the same bytes) and kept per image, so polling clients cost one build between changes."""
     leader = context.controller.leader_id()
-    return describe_as(image, principal, context.authorizer, request,
-                       cluster_id=context.cluster_id_text,
-                       controller_id=-1 if leader is None else leader)
+    return EncodedAnswer(metadata_answer(
+        image, principal, context.authorizer, request, cluster_id=context.cluster_id_text,
+        controller_id=-1 if leader is None else leader))
 
 
 add_read_route(router, "/metadata", MetadataRequest, MetadataResponse, _metadata,

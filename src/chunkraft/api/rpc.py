@@ -35,6 +35,7 @@ from chunkraft.security.principal import Principal
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "EncodedAnswer",
     "WriteOutcome",
     "add_read_route",
     "add_write_route",
@@ -54,7 +55,18 @@ OperationFactory = Callable[[ControllerContext, Principal, Req], Operation[Resp]
 """Binds a parsed request, its principal and the node's context into an operation on an image;
 or answers at once (e.g. 403 for a principal that may not make the request at all)."""
 
-ReadFunction = Callable[[ControllerContext, Principal, MetadataImage, Req], Resp | Response]
+
+
+@dataclass(frozen=True)
+class EncodedAnswer:
+    """A read's answer already written as the JSON of the route's response model, for answers
+    too large to build as models (the route still documents the model)."""
+
+    json: bytes
+
+
+ReadFunction = Callable[[ControllerContext, Principal, MetadataImage, Req],
+                        Resp | EncodedAnswer | Response]
 """Answers a parsed read request of a principal from a committed image (or with an error)."""
 
 
@@ -223,6 +235,9 @@ def add_read_route(
         answer = read(context, principal_of(request), image, parsed)
         if isinstance(answer, Response):
             return answer
+        if isinstance(answer, EncodedAnswer):
+            return Response(content=answer.json, media_type="application/json",
+                            headers={OFFSET_HEADER: str(image.offset)})
         return _json(answer, image.offset)
 
     router.add_api_route(path, handler, methods=["POST"], summary=summary, response_model=None,
