@@ -159,7 +159,9 @@ class TopicJsonCache:
     :meth:`topic_json` answers from the kept text when the topic image and the online brokers
     are those it was written from, and otherwise rewrites only the partitions that changed
     (see the module docstring). Entries are charged their text plus a small overhead per
-    partition. Not thread-safe: the controller's event loop thread is its only user.
+    partition; the topic images they anchor are not charged (they are the live image's, or
+    an older version of a topic sharing most of its records). Not thread-safe: the
+    controller's event loop thread is its only user (the Metadata route runs on it).
     """
 
     def __init__(self, max_bytes: int) -> None:
