@@ -241,7 +241,7 @@ class TopicEncoder:
             f"{self._partitions_url}/{p}/chunks", chunk.start_offset,
             f"{self._crn}/partition={p}", chunk.start_offset, _offset_field(offset),
             self.topic.name, p, chunk.start_offset, chunk.stop_offset, chunk.end_offset,
-            chunk.start_timestamp, chunk.epoch, "false", -1, ids(chunk.replicas),
+            chunk.start_timestamp, chunk.chunk_epoch, "false", -1, ids(chunk.replicas),
             ids(chunk.isr), ids(chunk.adding_replicas), ids(chunk.removing_replicas))
 
     def active_chunk(self, partition: PartitionRecord, offset: int | None = None) -> str:
@@ -309,7 +309,7 @@ class TopicEncoder:
                     tail = tails[lists] = self._chunk_tail(*lists)
                 texts.append(f'{head}{c.start_offset},"stop_offset":{c.stop_offset},'
                              f'"end_offset":{c.end_offset},"start_timestamp":'
-                             f'{c.start_timestamp},"chunk_epoch":{c.epoch}{tail}')
+                             f'{c.start_timestamp},"chunk_epoch":{c.chunk_epoch}{tail}')
             text = ("[" + ",".join(texts) + "]").encode()
             FRAGMENTS.put(key, inactive, text)
         return text
