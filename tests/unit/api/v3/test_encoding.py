@@ -37,10 +37,10 @@ PARTITION = PartitionRecord(
     adding_replicas=(2,), removing_replicas=(),
     prior_partition_epochs=(PriorPartitionEpoch(partition_id=0, leader_epoch=2),))
 CHUNK = ChunkRecord(partition_id=1, topic_id=TOPIC_ID, start_offset=0, start_timestamp=10,
-                    stop_offset=99, end_offset=104, chunk_epoch=0, epoch=1, replicas=(1, 4),
+                    stop_offset=99, end_offset=104, chunk_epoch=1, epoch=1, replicas=(1, 4),
                     isr=(1,), adding_replicas=(4,), removing_replicas=(2,))
 CHUNK2 = CHUNK._replace(start_offset=105, start_timestamp=20, stop_offset=199, end_offset=199,
-                        epoch=0, replicas=(3,), isr=(3,), adding_replicas=(),
+                        chunk_epoch=0, epoch=0, replicas=(3,), isr=(3,), adding_replicas=(),
                         removing_replicas=())
 
 
