@@ -65,14 +65,20 @@ async def _topic(request: Request, cluster_id: str, topic_name: str, min_offset:
     return image, topic
 
 
-def _partition(image: MetadataImage, topic: TopicImage, partition_id: int
-               ) -> PartitionRecord | Response:
+async def _partition(request: Request, cluster_id: str, topic_name: str, partition_id: int,
+                     min_offset: int, wait_ms: int
+                     ) -> tuple[MetadataImage, TopicImage, PartitionRecord] | Response:
+    """What :func:`_topic` finds, and the partition; or the error answer (404 last)."""
+    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    if isinstance(found, Response):
+        return found
+    image, topic = found
     partition = topic.partition(partition_id)
     if partition is None:
         return at_offset(error_response(
             Errors.UNKNOWN_TOPIC_OR_PARTITION,
             f"Partition {topic.name}-{partition_id} does not exist.", 404), image.offset)
-    return partition
+    return image, topic, partition
 
 
 @router.get(_TOPIC + "/partitions", summary="The topic's partitions, by id",
@@ -104,13 +110,11 @@ async def list_partitions(request: Request, cluster_id: str, topic_name: str,
 async def get_partition(request: Request, cluster_id: str, topic_name: str, partition_id: int,
                         include_chunks: bool = False, min_offset: int = -1,
                         wait_ms: int = 5000) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
+                             wait_ms)
     if isinstance(found, Response):
         return found
-    image, topic = found
-    partition = _partition(image, topic, partition_id)
-    if isinstance(partition, Response):
-        return partition
+    image, topic, partition = found
     encoder = TopicEncoder(Links(request, cluster_id), topic)
     return json_answer(encoder.partition(partition, include_chunks, image.offset), image.offset)
 
@@ -121,13 +125,11 @@ async def get_partition(request: Request, cluster_id: str, topic_name: str, part
             responses={200: {"model": KafkaReplicaList}, **ERROR_RESPONSES})
 async def list_replicas(request: Request, cluster_id: str, topic_name: str, partition_id: int,
                         min_offset: int = -1, wait_ms: int = 5000) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
+                             wait_ms)
     if isinstance(found, Response):
         return found
-    image, topic = found
-    partition = _partition(image, topic, partition_id)
-    if isinstance(partition, Response):
-        return partition
+    image, topic, partition = found
     links = Links(request, cluster_id)
     encoder = TopicEncoder(links, topic)
     items = [encoder.replica(partition, broker_id) for broker_id in partition.replicas]
@@ -141,13 +143,11 @@ async def list_replicas(request: Request, cluster_id: str, topic_name: str, part
             responses={200: {"model": KafkaReplica}, **ERROR_RESPONSES})
 async def get_replica(request: Request, cluster_id: str, topic_name: str, partition_id: int,
                       broker_id: int, min_offset: int = -1, wait_ms: int = 5000) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
+                             wait_ms)
     if isinstance(found, Response):
         return found
-    image, topic = found
-    partition = _partition(image, topic, partition_id)
-    if isinstance(partition, Response):
-        return partition
+    image, topic, partition = found
     if broker_id not in partition.replicas:
         return at_offset(error_response(
             Errors.REPLICA_NOT_AVAILABLE,
@@ -164,13 +164,11 @@ async def list_chunks(request: Request, cluster_id: str, topic_name: str, partit
                       min_offset: int = -1, wait_ms: int = 5000,
                       page_size: int = DEFAULT_PAGE_SIZE, page_token: str | None = None
                       ) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
+                             wait_ms)
     if isinstance(found, Response):
         return found
-    image, topic = found
-    partition = _partition(image, topic, partition_id)
-    if isinstance(partition, Response):
-        return partition
+    image, topic, partition = found
     inactive = {c.start_offset: c for c in topic.chunks_of(partition_id)}
     active_start = max(partition.start_offset, 0)
     starts = [*inactive, active_start]  # the active chunk starts after every inactive one
@@ -191,13 +189,11 @@ async def list_chunks(request: Request, cluster_id: str, topic_name: str, partit
             responses={200: {"model": KafkaChunk}, **ERROR_RESPONSES})
 async def get_chunk(request: Request, cluster_id: str, topic_name: str, partition_id: int,
                     start_offset: int, min_offset: int = -1, wait_ms: int = 5000) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
+                             wait_ms)
     if isinstance(found, Response):
         return found
-    image, topic = found
-    partition = _partition(image, topic, partition_id)
-    if isinstance(partition, Response):
-        return partition
+    image, topic, partition = found
     encoder = TopicEncoder(Links(request, cluster_id), topic)
     if start_offset == max(partition.start_offset, 0):
         return json_answer(encoder.active_chunk(partition, image.offset), image.offset)
