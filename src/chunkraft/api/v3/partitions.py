@@ -13,16 +13,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.errors import error_response
-from chunkraft.api.rpc import committed_image
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
     at_offset,
-    check_cluster,
-    check_topic_name,
-    context_of,
     json_answer,
-    topic_forbidden,
 )
 from chunkraft.api.v3.encoding import TopicEncoder, list_json, list_json_pieces
 from chunkraft.api.v3.models import (
@@ -34,7 +29,7 @@ from chunkraft.api.v3.models import (
     KafkaReplicaList,
 )
 from chunkraft.api.v3.pagination import DEFAULT_PAGE_SIZE, MAX_LARGE_PAGE_SIZE, paginate
-from chunkraft.api.v3.topics import unknown_topic
+from chunkraft.api.v3.topics import readable_topic
 from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.error_codes import Errors
 from chunkraft.records import PartitionRecord
@@ -46,30 +41,11 @@ router = APIRouter(tags=["v3 partitions and chunks"])
 _TOPIC = "/clusters/{cluster_id}/topics/{topic_name}"
 
 
-async def _topic(request: Request, cluster_id: str, topic_name: str, min_offset: int,
-                 wait_ms: int) -> tuple[MetadataImage, TopicImage] | Response:
-    """The image and the topic a route reads, or the error answer (in this order: cluster,
-    name, 503 not caught up, 403, 404)."""
-    refused = check_cluster(context_of(request), cluster_id) or check_topic_name(topic_name)
-    if refused is not None:
-        return refused
-    image = await committed_image(request, min_offset, wait_ms)
-    if isinstance(image, Response):
-        return image
-    refused = topic_forbidden(request, image, topic_name)
-    if refused is not None:
-        return refused
-    topic = image.topics.get_by_name(topic_name)
-    if topic is None:
-        return unknown_topic(topic_name, image.offset)
-    return image, topic
-
-
 async def _partition(request: Request, cluster_id: str, topic_name: str, partition_id: int,
                      min_offset: int, wait_ms: int
                      ) -> tuple[MetadataImage, TopicImage, PartitionRecord] | Response:
-    """What :func:`_topic` finds, and the partition; or the error answer (404 last)."""
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    """What :func:`readable_topic` finds, and the partition; or the error answer (404 last)."""
+    found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
     if isinstance(found, Response):
         return found
     image, topic = found
@@ -88,7 +64,7 @@ async def list_partitions(request: Request, cluster_id: str, topic_name: str,
                           include_chunks: bool = False, min_offset: int = -1,
                           wait_ms: int = 5000, page_size: int = DEFAULT_PAGE_SIZE,
                           page_token: str | None = None) -> Response:
-    found = await _topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
     if isinstance(found, Response):
         return found
     image, topic = found

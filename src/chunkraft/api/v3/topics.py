@@ -38,7 +38,7 @@ from chunkraft.api.v3.common import (
 from chunkraft.api.v3.encoding import list_json, topic_dict
 from chunkraft.api.v3.models import CreateTopicBody, KafkaTopic, KafkaTopicList, UpdateTopicBody
 from chunkraft.api.v3.pagination import DEFAULT_PAGE_SIZE, paginate
-from chunkraft.controller.image import MetadataImage
+from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.topics import (
     CreatableReplicaAssignment,
@@ -96,6 +96,18 @@ async def list_topics(request: Request, cluster_id: str, min_offset: int = -1,
             response_model=None, responses={200: {"model": KafkaTopic}, **ERROR_RESPONSES})
 async def get_topic(request: Request, cluster_id: str, topic_name: str, min_offset: int = -1,
                     wait_ms: int = 5000) -> Response:
+    found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
+    if isinstance(found, Response):
+        return found
+    image, topic = found
+    return json_answer(topic_dict(Links(request, cluster_id), topic, image.offset),
+                       image.offset)
+
+
+async def readable_topic(request: Request, cluster_id: str, topic_name: str, min_offset: int,
+                         wait_ms: int) -> tuple[MetadataImage, TopicImage] | Response:
+    """The image and the topic a read route answers from, or the error answer (in this order:
+    cluster, name, 503 not caught up, 403, 404)."""
     refused = check_cluster(context_of(request), cluster_id) or check_topic_name(topic_name)
     if refused is not None:
         return refused
@@ -108,8 +120,7 @@ async def get_topic(request: Request, cluster_id: str, topic_name: str, min_offs
     topic = image.topics.get_by_name(topic_name)
     if topic is None:
         return unknown_topic(topic_name, image.offset)
-    return json_answer(topic_dict(Links(request, cluster_id), topic, image.offset),
-                       image.offset)
+    return image, topic
 
 
 def unknown_topic(name: str, offset: int) -> Response:
