@@ -25,41 +25,12 @@ import pytest
 from chunkraft.cli.topics import ALTER_WARNING
 from chunkraft.deploy.local_cluster import LocalCluster, free_ports
 from tests.support.cluster_client import ClusterClient, admin_client, new_key
+from tests.support.kip1114_files import KIP_ALTER, KIP_CREATE
 
 CHUNKRAFT = str(Path(sys.executable).parent / "chunkraft")
 BROKERS = (1, 2, 3, 4, 5, 6, 9, 12)
 """Every broker the KIP's examples name (2, 9, 12 in the create example; 4, 5, 6 in the
 alter example)."""
-
-# KIP-1114's "Example create chunk json file" and "Example alter chunk assignment json file",
-# character for character.
-KIP_CREATE = """{
-"partitions": [{
-"topic": "topic1",
-"partition": 0,
-"replicas": [1, 2, 3]
-}, {
-"topic": "topic2",
-"partition": 2,
-"replicas": [2, 9, 12]
-}]
-}
-"""
-KIP_ALTER = """{
-"chunks": [{
-"topic": "topic1",
-"partition": 0,
-"startOffset": 289818,
-"replicas": [4, 5, 6]
-}, {
-"topic": "topic1",
-"partition": 0,
-"startOffset": 27784,
-"replicas": [1, 2, 3]
-}]
-}
-"""
-
 
 @dataclass
 class Cli:

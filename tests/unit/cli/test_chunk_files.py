@@ -18,35 +18,7 @@ from chunkraft.cli.chunk_files import (
     read_create_chunk_file,
 )
 from chunkraft.cli.output import ToolError
-
-# KIP-1114's "Example create chunk json file" and "Example alter chunk assignment json file",
-# as the KIP prints them.
-KIP_CREATE = """{
-"partitions": [{
-"topic": "topic1",
-"partition": 0,
-"replicas": [1, 2, 3]
-}, {
-"topic": "topic2",
-"partition": 2,
-"replicas": [2, 9, 12]
-}]
-}
-"""
-KIP_ALTER = """{
-"chunks": [{
-"topic": "topic1",
-"partition": 0,
-"startOffset": 289818,
-"replicas": [4, 5, 6]
-}, {
-"topic": "topic1",
-"partition": 0,
-"startOffset": 27784,
-"replicas": [1, 2, 3]
-}]
-}
-"""
+from tests.support.kip1114_files import KIP_ALTER, KIP_CREATE
 
 
 def test_the_kips_create_example_reads_as_admin_form_items(tmp_path: Path) -> None:
