@@ -64,6 +64,7 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+Named = TypeVar("Named", CreatableTopicResult, CreatePartitionsTopicResult)
 
 TopicCheck = Callable[[str], bool]
 """Whether the principal may perform the wrapper's operation on the named topic."""
@@ -105,16 +106,12 @@ def create_topics_as(principal: Principal, authorizer: Authorizer | None,
             return topics.create_topics(image, request)
         kept = tuple(t for t in request.topics if t.name not in denied)
         result = topics.create_topics(image, request.model_copy(update={"topics": kept}))
-        by_name = {r.name: r for r in result.response.topics}
-        merged = [
-            CreatableTopicResult(
+        merged = _merged_by_name(
+            [t.name for t in request.topics], denied, result.response.topics,
+            lambda name: CreatableTopicResult(
                 name=name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED.code,
-                error_message=denied_message(principal, AclOperation.CREATE, name))
-            if name in denied else by_name[name]
-            for name in _distinct(t.name for t in request.topics)
-        ]
-        return _with_response(result, result.response.model_copy(
-            update={"topics": tuple(merged)}))
+                error_message=denied_message(principal, AclOperation.CREATE, name)))
+        return _with_response(result, result.response.model_copy(update={"topics": merged}))
 
     return operation
 
@@ -136,16 +133,12 @@ def create_partitions_as(principal: Principal, authorizer: Authorizer | None,
             return create_partitions(image, request)
         kept = tuple(t for t in request.topics if t.name not in denied)
         result = create_partitions(image, request.model_copy(update={"topics": kept}))
-        by_name = {r.name: r for r in result.response.results}
-        merged = [
-            CreatePartitionsTopicResult(
+        merged = _merged_by_name(
+            [t.name for t in request.topics], denied, result.response.results,
+            lambda name: CreatePartitionsTopicResult(
                 name=name, error_code=Errors.TOPIC_AUTHORIZATION_FAILED.code,
-                error_message=denied_message(principal, AclOperation.ALTER, name))
-            if name in denied else by_name[name]
-            for name in _distinct(t.name for t in request.topics)
-        ]
-        return _with_response(result, result.response.model_copy(
-            update={"results": tuple(merged)}))
+                error_message=denied_message(principal, AclOperation.ALTER, name)))
+        return _with_response(result, result.response.model_copy(update={"results": merged}))
 
     return operation
 
@@ -359,8 +352,13 @@ def describe_as(image: MetadataImage, principal: Principal, authorizer: Authoriz
 # ------------------------------------------------------------------ helpers
 
 
-def _distinct(names: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(names))
+def _merged_by_name(names: list[str], denied: set[str], answered: Iterable[Named],
+                    refusal: Callable[[str], Named]) -> tuple[Named, ...]:
+    """One result per distinct name, in request order: a refusal for each denied name, else
+    the operation's answer for it (operations answer each distinct name once)."""
+    by_name = {result.name: result for result in answered}
+    return tuple(refusal(name) if name in denied else by_name[name]
+                 for name in dict.fromkeys(names))
 
 
 def _denied_names(names: list[str], allowed: TopicCheck) -> set[str]:
