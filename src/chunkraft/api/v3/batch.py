@@ -228,7 +228,9 @@ async def create_chunks(request: Request, cluster_id: str) -> Response:
     cuts = [i for i in admin_form if results[i] == (0, None)]
     if cuts and not body.validate_only:
         image = context.controller.image
-        asked = await ask_leaders(image, [_cut_request(items[i]) for i in cuts])
+        asked = await ask_leaders(image, [_cut_request(items[i]) for i in cuts],
+                                  authorization=request.headers.get("authorization"),
+                                  verify=context.ssl_context or True)
         for index, answer in zip(cuts, asked, strict=True):
             results[index] = answer
     offset = max(outcome.offset, context.controller.image.offset)

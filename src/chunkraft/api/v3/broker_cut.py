@@ -8,12 +8,14 @@ that cannot be asked, or does not answer in time, leaves the item LEADER_NOT_AVA
 (retriable), with a message naming the broker and what went wrong.
 
 The broker's URL is its registered listener named ``HTTP`` or ``HTTPS`` (any case), else its
-first listener, spoken as plain HTTP.
+first listener, spoken as plain HTTP. The caller's own ``Authorization`` header goes with the
+question, so the broker authorizes the cut as the admin who asked for it (ALTER on the topic).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,8 +64,13 @@ def _unavailable(message: str) -> Outcome:
 
 
 async def ask_leaders(image: MetadataImage, cuts: Sequence[CutRequest],
-                      timeout: httpx.Timeout = BROKER_TIMEOUT) -> list[Outcome]:
-    """Each cut's outcome, in order: the leader broker's answer, or LEADER_NOT_AVAILABLE."""
+                      timeout: httpx.Timeout = BROKER_TIMEOUT, *,
+                      authorization: str | None = None,
+                      verify: ssl.SSLContext | bool = True) -> list[Outcome]:
+    """Each cut's outcome, in order: the leader broker's answer, or LEADER_NOT_AVAILABLE.
+
+    ``authorization`` (the caller's header) is forwarded to the brokers; ``verify`` checks
+    brokers that serve HTTPS."""
     outcomes: list[Outcome | None] = [None] * len(cuts)
     by_broker: dict[int, list[int]] = defaultdict(list)
     for index, cut in enumerate(cuts):
@@ -87,7 +94,8 @@ async def ask_leaders(image: MetadataImage, cuts: Sequence[CutRequest],
                 f"the leader of {label}, broker {leader}, registered no listener")
         else:
             by_broker[leader].append(index)
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    headers = {"authorization": authorization} if authorization else {}
+    async with httpx.AsyncClient(timeout=timeout, headers=headers, verify=verify) as client:
         answers = await asyncio.gather(*(
             _ask(client, broker_id, broker_url(_registered(image, broker_id)) or "",
                  [cuts[i] for i in indexes])
