@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from chunkraft.cli import (
     acls,
+    broker,
     chunks,
     cluster,
     controller,
@@ -31,7 +32,7 @@ __all__ = ["COMMANDS", "GROUPS", "build_parser", "main"]
 Register = Callable[["Subcommands"], None]
 
 COMMANDS: tuple[Register, ...] = (
-    cluster.register, controller.register, demo.register,
+    cluster.register, controller.register, broker.register, demo.register,
     topics.register, chunks.register, acls.register,
 )
 """Top-level subcommands: ``chunkraft NAME``."""

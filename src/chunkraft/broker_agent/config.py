@@ -1,0 +1,214 @@
+"""A broker's configuration: :class:`BrokerConfig` and where it is loaded from.
+
+:func:`load_broker_config` reads, lowest precedence first: the defaults (the fields below), a
+Kafka-style properties file, ``CHUNKRAFT_BROKER_*`` environment variables and ``--override``
+flags, the same layering as the controller's (:mod:`chunkraft.controller.config`). Every error
+names the property and where its value came from. The properties and their meaning are listed in
+:mod:`.settings` and ``docs/broker.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass
+from pathlib import Path
+from typing import Any
+
+from chunkraft.broker_agent.settings import SETTINGS, setting_named
+from chunkraft.controller.addresses import Listener, is_wildcard
+from chunkraft.controller.properties import parse_properties
+from chunkraft.errors import ConfigError
+
+__all__ = ["COMMAND_LINE", "BrokerConfig", "load_broker_config"]
+
+COMMAND_LINE = "command line"
+_MIB = 1024 * 1024
+_NEVER = 2**63 - 1
+_WEEK_MS = 7 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Every setting of one broker, checked against each other; immutable, thread-safe.
+
+    Attribute names are the property names with dots as underscores. Building one checks ranges
+    and consistency and raises :class:`~chunkraft.errors.ConfigError`; ``sources`` (property ->
+    where its value came from) only improves those messages.
+    """
+
+    node_id: int
+    controller_quorum_bootstrap_servers: tuple[str, ...]
+    listeners: Listener
+    log_dirs: tuple[Path, ...]
+    cluster_id: uuid.UUID | None = None
+    broker_rack: str | None = None
+    advertised_listeners: Listener | None = None
+    broker_token_file: Path | None = None
+    auth_credentials_file: Path | None = None
+    auth_allow_anonymous: bool = False
+    super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
+    auth_broker_principal: str = "User:broker-{id}"
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_ca_file: Path | None = None
+    ssl_client_auth: str = "none"
+    broker_heartbeat_interval_ms: int = 1000
+    controlled_shutdown_timeout_ms: int = 30_000
+    request_timeout_ms: int = 30_000
+    metadata_fetch_wait_max_ms: int = 5_000
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_max_bytes: int = _MIB
+    min_insync_replicas: int = 1
+    chunk_copy_throttle_bytes_per_second: int = -1
+    log_segment_bytes: int = 1 << 30
+    log_segment_ms: int = _WEEK_MS
+    log_retention_ms: int = _WEEK_MS
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_flush_interval_messages: int = _NEVER
+    log_flush_interval_ms: int = _NEVER
+    log_index_interval_bytes: int = 4096
+    sources: InitVar[Mapping[str, str] | None] = None
+
+    def __post_init__(self, sources: Mapping[str, str] | None) -> None:
+        _check(self, sources or {})
+
+    @property
+    def log_dir(self) -> Path:
+        """The one log directory."""
+        return self.log_dirs[0]
+
+    @property
+    def advertised(self) -> Listener:
+        """The listener others connect to (advertised.listeners, else listeners)."""
+        return self.advertised_listeners or self.listeners
+
+    @property
+    def listener_name(self) -> str:
+        """The registered listener's name: ``HTTP`` or ``HTTPS`` (what ``broker_url`` finds)."""
+        return self.advertised.scheme.upper()
+
+    @property
+    def principal(self) -> str:
+        """The principal this broker authenticates as (``User:broker-<id>``)."""
+        return self.auth_broker_principal.replace("{id}", str(self.node_id))
+
+    def broker_token(self) -> str | None:
+        """The bearer token from broker.token.file (stripped), None without one.
+
+        ConfigError if the file cannot be read or is empty."""
+        if self.broker_token_file is None:
+            return None
+        try:
+            token = self.broker_token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"broker.token.file: cannot read {self.broker_token_file}: "
+                              f"{error}", setting="broker.token.file") from None
+        if not token:
+            raise ConfigError(f"broker.token.file: {self.broker_token_file} is empty",
+                              setting="broker.token.file")
+        return token
+
+
+def _where(sources: Mapping[str, str], name: str) -> str:
+    source = sources.get(name)
+    return f"{name} ({source})" if source else name
+
+
+def _check(config: BrokerConfig, sources: Mapping[str, str]) -> None:
+    def fail(name: str, message: str) -> ConfigError:
+        return ConfigError(f"{_where(sources, name)}: {message}", setting=name,
+                           source=sources.get(name))
+
+    for setting in SETTINGS:
+        if setting.minimum is None:
+            continue
+        value: int = getattr(config, setting.attribute)
+        if value < setting.minimum:
+            raise fail(setting.name, f"must be at least {setting.minimum}, got {value}")
+    if is_wildcard(config.advertised.host):
+        raise fail("advertised.listeners", f"{config.advertised.url} is not an address others "
+                   "can connect to; set advertised.listeners to a reachable http://host:port")
+    https = config.listeners.scheme == "https"
+    if https and (config.ssl_certfile is None or config.ssl_keyfile is None):
+        raise fail("listeners", f"{config.listeners.url} is https: set ssl.certfile and "
+                   "ssl.keyfile")
+    if config.ssl_certfile is not None and not https:
+        raise fail("ssl.certfile", f"set, but listeners = {config.listeners.url} is not https")
+    if config.ssl_client_auth != "none" and (config.ssl_ca_file is None or not https):
+        raise fail("ssl.client.auth", f"{config.ssl_client_auth} needs ssl.ca.file and an "
+                   "https:// listener")
+
+
+class _Raw:
+    __slots__ = ("source", "text")
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text.strip()
+        self.source = source
+
+
+def _unknown(name: str, source: str) -> ConfigError:
+    close = difflib.get_close_matches(name, [s.name for s in SETTINGS], n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return ConfigError(f"unknown setting {name!r} ({source}){hint}", setting=name, source=source)
+
+
+def _file_layer(path: str) -> dict[str, _Raw]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ConfigError(f"cannot read config file {path}: {reason}", source=path) from error
+    try:
+        entries = parse_properties(text)
+    except ValueError as error:
+        raise ConfigError(f"config file {path}: {error}", source=path) from None
+    layer: dict[str, _Raw] = {}
+    for name, entry in entries.items():
+        source = f"file {path}, line {entry.line}"
+        if setting_named(name) is None:
+            raise _unknown(name, source)
+        layer[name] = _Raw(entry.value, source)
+    return layer
+
+
+def load_broker_config(config_file: str | None, overrides: Mapping[str, str],
+                       environ: Mapping[str, str]) -> BrokerConfig:
+    """The configuration from ``overrides`` > ``environ`` (``CHUNKRAFT_BROKER_*``) > file >
+    defaults.
+
+    Raises ConfigError, naming the property and its source, for an unknown property (file or
+    overrides), a value that does not parse, a required property left unset, or settings that
+    contradict each other. An empty value of an optional property means "not set".
+    """
+    raw: dict[str, _Raw] = _file_layer(config_file) if config_file is not None else {}
+    raw.update({s.name: _Raw(environ[s.env_var], f"environment variable {s.env_var}")
+                for s in SETTINGS if s.env_var in environ})
+    for name, text in overrides.items():
+        if setting_named(name) is None:
+            raise _unknown(name, COMMAND_LINE)
+        raw[name] = _Raw(text, COMMAND_LINE)
+    values: dict[str, Any] = {}
+    for name, item in raw.items():
+        setting = setting_named(name)
+        assert setting is not None
+        try:
+            value = setting.parse(item.text)
+        except ValueError as error:
+            raise ConfigError(f"{name} ({item.source}): {error}", setting=name,
+                              source=item.source) from None
+        if value is not None:
+            values[setting.attribute] = value
+    where = config_file if config_file is not None else "a config file (none was given)"
+    for setting in SETTINGS:
+        if setting.required and setting.attribute not in values:
+            raise ConfigError(f"{setting.name}: required, and not set; set it in {where}, as "
+                              f"{setting.env_var}, or with --override {setting.name}=...",
+                              setting=setting.name)
+    sources = {name: item.source for name, item in raw.items()}
+    return BrokerConfig(**values, sources=sources)
