@@ -104,7 +104,20 @@ class BrokerLifecycle:
                 self.heartbeat_interval)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval):
-                    await self._wake.wait()
+                    if self._awaiting_metadata():
+                        await self._metadata_reaches_epoch()
+                    else:
+                        await self._wake.wait()
+
+    def _awaiting_metadata(self) -> bool:
+        return (self.broker_epoch >= 0 and self.fenced and not self.shutting_down
+                and self.metadata_offset() < self.broker_epoch)
+
+    async def _metadata_reaches_epoch(self) -> None:
+        # Just registered: the controller unfences once the applied metadata holds the
+        # registration, so heartbeat as soon as it does rather than a whole interval later.
+        while self.metadata_offset() < self.broker_epoch and not self._wake.is_set():
+            await asyncio.sleep(0.01)
 
     async def controlled_shutdown(self, timeout: float) -> bool:
         """Asks the controller to let this broker go; whether it said so within ``timeout``.
@@ -152,7 +165,6 @@ class BrokerLifecycle:
         self.registered.set()
         logger.info("broker %d registered with epoch %d (incarnation %s)", self.node_id,
                     self.broker_epoch, kafka_uuid_str(self.incarnation_id))
-        self._wake.set()  # heartbeat at once: unfencing needs one
 
     async def _heartbeat(self) -> None:
         request = BrokerHeartbeatRequest(

@@ -7,9 +7,17 @@ their PID.
 
 Credentials: :meth:`LocalCluster.prepare` writes ``credentials.json`` (token digests, named by
 every node's ``auth.credentials.file``) and keeps the tokens themselves in ``tokens.json``
-(mode 0600) under ``base_dir``: ``User:admin`` (a super user) and ``User:broker-1`` ..
+(mode 0600) under ``base_dir``: ``User:admin`` (a super user) and ``User:broker-0`` ..
 ``User:broker-N`` (``brokers``, 5 by default, so tests can register brokers as themselves). It
 also writes ``admin.properties``, a command-config file for the CLI (``bearer.token=...``).
+
+Broker agents: ``broker_count`` (3 by default) ``chunkraft broker --config`` processes, ids
+0 .. n-1 (their own id space), each with a log dir, a properties file, a token file (its
+principal ``User:broker-<id>``) and a log under ``base_dir/broker-<id>``. They are started only
+when asked (:meth:`LocalCluster.start_brokers`, :meth:`LocalCluster.start_broker`), after the
+quorum is ready: :meth:`LocalCluster.grant_broker_acls` first gives each broker principal
+CLUSTER_ACTION on the cluster (what registering, heartbeating and reading the metadata stream
+need). :meth:`LocalCluster.wait_brokers_ready` waits until each runs registered and unfenced.
 
 TLS (``tls=True``): ``prepare`` makes a private CA under ``base_dir/tls`` and a certificate per
 node (CN ``controller-N``, subjectAltName 127.0.0.1) and for the admin (CN ``admin``); every
@@ -31,6 +39,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -39,7 +48,14 @@ from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security import credentials
 from chunkraft.security.certificates import Issued, issue_certificate, make_ca
 
-__all__ = ["ADMIN_PRINCIPAL", "ControllerProcess", "LocalCluster", "free_ports", "write_private"]
+__all__ = [
+    "ADMIN_PRINCIPAL",
+    "BrokerProcess",
+    "ControllerProcess",
+    "LocalCluster",
+    "free_ports",
+    "write_private",
+]
 
 ADMIN_PRINCIPAL = "User:admin"
 CREDENTIALS_FILE = "credentials.json"
@@ -99,6 +115,28 @@ class ControllerProcess:
 
 
 @dataclass
+class BrokerProcess:
+    """One broker agent of a LocalCluster; ``process`` is None while it is stopped."""
+
+    broker_id: int
+    http_port: int
+    log_dir: Path
+    config_path: Path
+    log_path: Path
+    token_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    scheme: str = "http"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
 class LocalCluster:
     """``size`` controller processes under ``base_dir``; see the module docstring."""
 
@@ -109,7 +147,13 @@ class LocalCluster:
     extra_properties: dict[str, str] = field(default_factory=dict)
     nodes: dict[int, ControllerProcess] = field(default_factory=dict)
     brokers: int = 5
-    """How many broker principals (``User:broker-1``..) get a token."""
+    """Broker principals ``User:broker-0`` .. ``User:broker-<brokers>`` get a token (at least
+    one per broker agent)."""
+    broker_count: int = 3
+    """How many broker agents (ids 0 .. n-1) the cluster can start."""
+    broker_properties: dict[str, str] = field(default_factory=dict)
+    """Extra properties of every broker agent's file."""
+    broker_nodes: dict[int, BrokerProcess] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict, repr=False)
     """Principal -> its bearer token (the first one made for it)."""
     tls: bool = False
@@ -129,6 +173,16 @@ class LocalCluster:
                     node_id, ports[index], ports[self.size + index], node_dir / "data",
                     node_dir / "controller.properties", node_dir / "controller.log",
                     scheme="https" if self.tls else "http")
+        if not self.broker_nodes:
+            for broker_id, port in zip(range(self.broker_count),
+                                       free_ports(self.broker_count), strict=True):
+                self.broker_nodes[broker_id] = self._broker_process(broker_id, port)
+
+    def _broker_process(self, broker_id: int, port: int) -> BrokerProcess:
+        broker_dir = self.base_dir / f"broker-{broker_id}"
+        return BrokerProcess(broker_id, port, broker_dir / "logs",
+                             broker_dir / "broker.properties", broker_dir / "broker.log",
+                             broker_dir / "token", scheme="https" if self.tls else "http")
 
     @property
     def urls(self) -> list[str]:
@@ -226,14 +280,21 @@ class LocalCluster:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         if self.tokens_path.exists() and self.credentials_path.exists():
             self.tokens = dict(json.loads(self.tokens_path.read_text(encoding="utf-8")))
+            for principal in self._broker_principals():  # a directory from an older version
+                if principal not in self.tokens:
+                    self.add_token(principal, "LocalCluster")
             return
-        principals = [ADMIN_PRINCIPAL, *(f"User:broker-{n}" for n in range(1, self.brokers + 1))]
-        self.tokens = {principal: credentials.generate_token() for principal in principals}
+        self.tokens = {principal: credentials.generate_token()
+                       for principal in [ADMIN_PRINCIPAL, *self._broker_principals()]}
         credentials.write_credentials(self.credentials_path, [
             credentials.CredentialEntry(principal, credentials.token_digest(token),
                                         credentials.now_text(), "LocalCluster")
             for principal, token in self.tokens.items()])
         write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
+
+    def _broker_principals(self) -> list[str]:
+        last = max(self.brokers, self.broker_count - 1)
+        return [f"User:broker-{n}" for n in range(0, last + 1)]
 
     def _write_command_config(self) -> None:
         text = f"bearer.token={self.admin_token}\n"
@@ -283,6 +344,140 @@ class LocalCluster:
             write_private(node.config_path, text)  # it holds the Raft password
         self._load_credentials()
         self._write_command_config()
+        self._prepare_brokers()
+
+    def _prepare_brokers(self) -> None:
+        bootstrap = ",".join(self.urls)
+        for broker in self.broker_nodes.values():
+            broker.config_path.parent.mkdir(parents=True, exist_ok=True)
+            write_private(broker.token_path, self.token(f"User:broker-{broker.broker_id}") + "\n")
+            properties = {
+                "node.id": str(broker.broker_id),
+                "cluster.id": self.cluster_id,
+                "controller.quorum.bootstrap.servers": bootstrap,
+                "listeners": broker.url,
+                "log.dirs": str(broker.log_dir),
+                "broker.token.file": str(broker.token_path),
+                "auth.credentials.file": str(self.credentials_path),
+                "super.users": ADMIN_PRINCIPAL,
+            }
+            if self.tls:
+                name = f"broker-{broker.broker_id}"
+                if not self.certificate_paths(name)[0].exists():
+                    self.issue(name, addresses=("127.0.0.1", "localhost"))
+                certificate, key = self.certificate_paths(name)
+                properties.update({"ssl.certfile": str(certificate), "ssl.keyfile": str(key),
+                                   "ssl.ca.file": str(self.ca_path),
+                                   "ssl.client.auth": self.client_auth})
+            properties.update(self.broker_properties)
+            text = "".join(f"{key}={value}\n" for key, value in properties.items())
+            write_private(broker.config_path, text)
+
+    def broker_url(self, broker_id: int) -> str:
+        """The data-plane URL of broker ``broker_id``."""
+        return self.broker_nodes[broker_id].url
+
+    def grant_broker_acls(self, timeout: float = 30.0) -> None:
+        """CLUSTER_ACTION on the cluster for every broker agent's principal (idempotent: an
+        existing ACL is not written again). The quorum must be up."""
+        creations = [{"resource_type": "CLUSTER", "resource_name": "kafka-cluster",
+                      "principal": f"User:broker-{broker_id}", "operation": "CLUSTER_ACTION",
+                      "permission_type": "ALLOW"} for broker_id in self.broker_nodes]
+        if not creations:
+            return
+        from chunkraft.client.controller_rpc import ControllerRpcClient
+
+        with ControllerRpcClient(self.urls, token=self.admin_token, retry_for=timeout,
+                                 verify=self.verify) as client:
+            client.call("/controller/v1/create-acls", {"creations": creations})
+
+    def start_broker(self, broker_id: int) -> None:
+        """Starts broker ``broker_id`` (its config must be prepared) unless it runs."""
+        broker = self.broker_nodes[broker_id]
+        if broker.running:
+            return
+        log = broker.log_path.open("ab")
+        broker.process = subprocess.Popen(
+            [sys.executable, "-m", "chunkraft", "broker", "--config", str(broker.config_path)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        log.close()
+
+    def start_brokers(self, *, grant: bool = True) -> None:
+        """Grants the brokers' ACLs (``grant``) and starts every stopped broker."""
+        if grant:
+            self.grant_broker_acls()
+        for broker_id in self.broker_nodes:
+            self.start_broker(broker_id)
+
+    def kill_broker(self, broker_id: int) -> None:
+        """SIGKILL: no controlled shutdown, no flush."""
+        broker = self.broker_nodes[broker_id]
+        if broker.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                broker.process.kill()
+            broker.process.wait(timeout=10)
+            broker.process = None
+
+    def stop_broker(self, broker_id: int, timeout: float = 40.0) -> int | None:
+        """SIGTERM (a controlled shutdown) and wait, SIGKILL after ``timeout``; the exit
+        status (None if it was not running)."""
+        broker = self.broker_nodes[broker_id]
+        if broker.process is None:
+            return None
+        if broker.process.poll() is None:
+            broker.process.send_signal(signal.SIGTERM)
+        try:
+            status = broker.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            broker.process.kill()
+            status = broker.process.wait(timeout=10)
+        broker.process = None
+        return status
+
+    def stop_brokers(self, timeout: float = 40.0) -> None:
+        """SIGTERM every running broker at once, then wait for each."""
+        for broker in self.broker_nodes.values():
+            if broker.process is not None and broker.process.poll() is None:
+                broker.process.send_signal(signal.SIGTERM)
+        for broker_id in self.broker_nodes:
+            self.stop_broker(broker_id, timeout)
+
+    def broker_status(self, broker_id: int, *, with_hash: bool = False,
+                      timeout: float = 2.0) -> dict[str, Any] | None:
+        """Broker ``broker_id``'s ``/broker/v1/status`` answer, or None if it does not
+        answer."""
+        try:
+            answer = httpx.get(f"{self.broker_url(broker_id)}/broker/v1/status",
+                               params={"hash": "true"} if with_hash else None,
+                               timeout=timeout, headers=self.headers, verify=self.verify)
+            return dict(answer.json()) if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def wait_brokers_ready(self, broker_ids: list[int] | None = None,
+                           timeout: float = 60.0) -> None:
+        """Waits until each running broker (or each of ``broker_ids``) is registered and
+        unfenced; RuntimeError if one exits, TimeoutError naming the laggards."""
+        targets = list(self.broker_nodes) if broker_ids is None else broker_ids
+        deadline = time.monotonic() + timeout
+        pending = list(targets)
+        while time.monotonic() < deadline:
+            for broker_id in list(pending):
+                process = self.broker_nodes[broker_id].process
+                if process is not None and process.poll() is not None:
+                    raise RuntimeError(
+                        f"broker {broker_id} exited with status {process.returncode}; see "
+                        f"{self.broker_nodes[broker_id].log_path}")
+                status = self.broker_status(broker_id, timeout=1.0)
+                if status is not None and status.get("broker_epoch", -1) >= 0 \
+                        and not status.get("fenced", True):
+                    pending.remove(broker_id)
+            if not pending:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"brokers {pending} were not registered and unfenced within "
+                           f"{timeout} s; logs under {self.base_dir}")
 
     def start(self, node_id: int | None = None) -> None:
         """Starts one node, or every stopped node."""
@@ -377,4 +572,5 @@ class LocalCluster:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.stop_brokers()  # first: a controlled shutdown needs the quorum
         self.stop()

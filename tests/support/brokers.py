@@ -1,0 +1,148 @@
+"""Helpers for tests and benches with real broker agents of a LocalCluster.
+
+Every wait is bounded in time and in polls; processes are only ever signalled through
+LocalCluster, by the PIDs it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from chunkraft.client.controller_rpc import ControllerRpcClient
+from chunkraft.deploy.local_cluster import LocalCluster
+
+__all__ = [
+    "API",
+    "broker_cluster",
+    "broker_stats",
+    "controller_view",
+    "stop_everything",
+    "wait_brokers_at",
+    "wait_same_image",
+    "wait_until",
+]
+
+API = "/controller/v1"
+MAX_POLLS = 10_000
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0,
+               interval: float = 0.05) -> None:
+    """Polls ``condition`` until it holds; AssertionError naming ``what`` after ``timeout``."""
+    ends = time.monotonic() + timeout
+    for _ in range(MAX_POLLS):
+        if condition():
+            return
+        if time.monotonic() >= ends:
+            break
+        time.sleep(interval)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def broker_stats(cluster: LocalCluster, broker_id: int) -> dict[str, Any] | None:
+    """The broker's ``/broker/v1/metadata-stats``, None if it does not answer."""
+    try:
+        answer = httpx.get(f"{cluster.broker_url(broker_id)}/broker/v1/metadata-stats",
+                           headers=cluster.headers, timeout=2.0, verify=cluster.verify)
+        return dict(answer.json()) if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def controller_view(cluster: LocalCluster, node_ids: list[int] | None = None
+                    ) -> dict[str, Any]:
+    """The metadata (brokers and topics) as a running controller answers it."""
+    urls = [cluster.nodes[n].url for n in (node_ids or list(cluster.nodes))
+            if cluster.nodes[n].running]
+    with ControllerRpcClient(urls, token=cluster.admin_token, retry_for=20) as client:
+        return client.call(f"{API}/metadata", {"topics": None, "include_chunks": True})
+
+
+def wait_brokers_at(cluster: LocalCluster, broker_ids: list[int], offset: int,
+                    timeout: float = 30.0) -> dict[int, dict[str, Any]]:
+    """Waits until every broker's image is at exactly ``offset``; their statuses (with the
+    image hash)."""
+    statuses: dict[int, dict[str, Any] | None] = {}
+
+    def there() -> bool:
+        statuses.update({b: cluster.broker_status(b, with_hash=True) for b in broker_ids})
+        return all(s is not None and s["metadata_offset"] == offset
+                   for s in statuses.values())
+
+    try:
+        wait_until(there, f"brokers {broker_ids} at offset {offset}", timeout, 0.1)
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {statuses}") from None
+    return {b: s for b, s in statuses.items() if s is not None}
+
+
+def wait_same_image(cluster: LocalCluster, broker_ids: list[int] | None = None,
+                    timeout: float = 30.0) -> tuple[int, str]:
+    """Waits until every running controller and every broker of ``broker_ids`` (default: all)
+    hold the same image at the same offset; that offset and hash."""
+    targets = list(cluster.broker_nodes) if broker_ids is None else broker_ids
+    seen: dict[str, Any] = {}
+
+    def same() -> bool:
+        seen.clear()
+        for node in cluster.nodes.values():
+            if node.running:
+                status = cluster.status(node.node_id)
+                seen[f"controller-{node.node_id}"] = None if status is None else (
+                    status["metadata_offset"], status["image_hash"])
+        for broker_id in targets:
+            status = cluster.broker_status(broker_id, with_hash=True)
+            seen[f"broker-{broker_id}"] = None if status is None else (
+                status["metadata_offset"], status["image_hash"])
+        values = set(seen.values())
+        return None not in values and len(values) == 1
+
+    try:
+        wait_until(same, "one image on every controller and broker", timeout, 0.1)
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {seen}") from None
+    offset, image_hash = next(iter(seen.values()))
+    return int(offset), str(image_hash)
+
+
+def stop_everything(cluster: LocalCluster) -> None:
+    """Stops the brokers (controlled shutdown while the quorum is up), then the controllers;
+    SIGKILL for whatever did not stop. Only LocalCluster's own PIDs."""
+    try:
+        cluster.stop_brokers(timeout=20.0)
+    finally:
+        for broker in cluster.broker_nodes.values():
+            if broker.process is not None and broker.process.poll() is None:
+                broker.process.kill()
+                broker.process.wait(timeout=10)
+        try:
+            cluster.stop(timeout=10.0)
+        finally:
+            for node in cluster.nodes.values():
+                if node.process is not None and node.process.poll() is None:
+                    node.process.kill()
+                    node.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def broker_cluster(base: Path, *, properties: dict[str, str] | None = None,
+                   broker_properties: dict[str, str] | None = None,
+                   brokers: int = 3) -> Iterator[LocalCluster]:
+    """3 controllers and ``brokers`` brokers, all running, ready and unfenced."""
+    cluster = LocalCluster(base, extra_properties=dict(properties or {}),
+                           broker_count=brokers, broker_properties=dict(broker_properties or {}))
+    try:
+        cluster.prepare()
+        cluster.start()
+        cluster.wait_ready(timeout=60)
+        cluster.start_brokers()
+        cluster.wait_brokers_ready(timeout=60)
+        yield cluster
+    finally:
+        stop_everything(cluster)
