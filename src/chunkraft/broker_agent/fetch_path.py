@@ -1,0 +1,330 @@
+"""Fetch, ListOffsets and OffsetsForLeaderEpoch: the read side of the data plane.
+
+Three kinds of fetch (``protocol/data_plane.py``):
+
+- a chunk copier (``chunk_start_offset`` >= 0): the inactive chunk starting there, up to its end
+  offset, from any broker in that chunk's ISR;
+- a follower (``replica_id`` >= 0): the active chunk from its leader up to the log end; the
+  fetch offset is the follower's LEO, so it moves the high watermark and may expand the ISR; a
+  ``last_fetched_epoch`` that disagrees with the leader's epoch cache answers a
+  ``diverging_epoch`` (KIP-320) instead of data;
+- a consumer (``replica_id`` -1): the chunk holding the fetch offset. The active chunk is read on
+  its leader up to the HW (read_uncommitted) or LSO (read_committed, with the aborted
+  transactions of the range); an inactive chunk on any of its ISR replicas up to its stop
+  offset, answered with ``chunk_stop_offset``. ``key_range`` keeps only records whose murmur2
+  key hash is in range.
+
+A fetch that found fewer than ``min_bytes`` waits (up to ``max_wait_ms``) for an append or a
+high-watermark move on one of its partitions, then reads again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chunkraft.broker_agent.chunk_lookup import locate_for_consumer
+from chunkraft.broker_agent.partition import Partition
+from chunkraft.broker_agent.storage.errors import OffsetOutOfRangeError
+from chunkraft.dataplane.record_batch import filter_by_key_hash, iter_batches
+from chunkraft.error_codes import Errors
+from chunkraft.protocol.data_plane import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    AbortedTransaction,
+    EpochEndOffset,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopicResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopicResult,
+)
+
+if TYPE_CHECKING:
+    from chunkraft.broker_agent.replica_manager import ReplicaManager
+    from chunkraft.broker_agent.storage import UnifiedLog
+
+__all__ = ["fetch", "list_offsets", "offsets_for_leader_epoch"]
+
+
+def _error(index: int, error: Errors, message: str | None = None, **offsets: int
+           ) -> FetchPartitionResponse:
+    return FetchPartitionResponse(partition=index, error_code=error.code,
+                                  error_message=message, **offsets)
+
+
+def _epoch_error(partition: Partition, current_leader_epoch: int) -> Errors | None:
+    """Kafka's leader epoch check of a request against this leader's epoch."""
+    if current_leader_epoch < 0:
+        return None
+    if current_leader_epoch < partition.leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if current_leader_epoch > partition.leader_epoch:
+        return Errors.UNKNOWN_LEADER_EPOCH
+    return None
+
+
+@dataclass
+class _Budget:
+    remaining: int
+    read_any: bool = False
+
+
+def _read(log_: UnifiedLog, start: int, upper: int, want: FetchPartition, budget: _Budget
+          ) -> bytes | Errors:
+    """Whole batches from ``start`` below ``upper`` (exclusive), filtered by key range."""
+    if start >= upper:
+        return b""
+    max_bytes = max(1, min(want.partition_max_bytes, budget.remaining))
+    try:
+        result = log_.read(start, max_bytes, upper, min_one_batch=not budget.read_any)
+    except OffsetOutOfRangeError:
+        return Errors.OFFSET_OUT_OF_RANGE
+    data = bytes(result.data)
+    if want.key_range is not None and data:
+        lo, hi = want.key_range
+        kept = []
+        for _, view in iter_batches(data):
+            filtered = filter_by_key_hash(view, lo, hi)
+            if filtered is not None:
+                kept.append(filtered)
+        data = b"".join(kept)
+    if data:
+        budget.read_any = True
+        budget.remaining -= len(data)
+    return data
+
+
+def _aborted(log_: UnifiedLog, start: int, upper: int) -> tuple[AbortedTransaction, ...]:
+    return tuple(AbortedTransaction(producer_id=pid, first_offset=first)
+                 for pid, first in log_.aborted_transactions(start, upper))
+
+
+def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
+                    want: FetchPartition, budget: _Budget, first_pass: bool
+                    ) -> FetchPartitionResponse:
+    index = want.partition
+    image_topic = rm.image.topics.get_by_name(topic)
+    record = image_topic.partition(index) if image_topic is not None else None
+    if image_topic is None or record is None:
+        return _error(index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    partition = rm.partitions.get((topic, index))
+    offset = want.fetch_offset
+    if want.chunk_start_offset >= 0:
+        chunk = image_topic.chunk(index, want.chunk_start_offset)
+        if chunk is None:
+            return _error(index, Errors.UNKNOWN_CHUNK,
+                          f"{topic}-{index} has no inactive chunk at {want.chunk_start_offset}")
+        if partition is None or rm.node_id not in chunk.isr:
+            return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
+                          f"broker {rm.node_id} holds no full copy of that chunk")
+        return _chunk_answer(partition.log, index, offset, chunk.start_offset, chunk.end_offset,
+                             chunk.stop_offset, want, budget, request.isolation_level)
+    if partition is None or not partition.is_leader:
+        if request.replica_id < 0 and partition is not None:
+            located = locate_for_consumer(offset, record, image_topic.chunks_of(index))
+            chunk = located.chunk
+            if chunk is not None and rm.node_id in chunk.isr:
+                return _chunk_answer(partition.log, index, offset, chunk.start_offset,
+                                     chunk.stop_offset, chunk.stop_offset, want, budget,
+                                     request.isolation_level)
+            if not located.found:
+                return _error(index, Errors.OFFSET_OUT_OF_RANGE,
+                              f"no chunk of {topic}-{index} serves offset {offset}")
+        return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
+                      f"broker {rm.node_id} does not serve {topic}-{index} at offset {offset}")
+    refused = _epoch_error(partition, want.current_leader_epoch)
+    if refused is not None:
+        return _error(index, refused)
+    log_ = partition.log
+    offsets = {"high_watermark": log_.high_watermark,
+               "last_stable_offset": log_.last_stable_offset,
+               "log_start_offset": log_.log_start_offset,
+               "log_end_offset": log_.log_end_offset}
+    if request.replica_id >= 0:
+        assert partition.record is not None
+        if request.replica_id not in partition.record.replicas:
+            return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
+                          f"broker {request.replica_id} is no replica of {topic}-{index}",
+                          **offsets)
+        if want.last_fetched_epoch >= 0 and offset > log_.log_start_offset:
+            epoch, end = log_.end_offset_for_epoch(want.last_fetched_epoch)
+            if epoch != want.last_fetched_epoch or end < offset:
+                return FetchPartitionResponse(
+                    partition=index, diverging_epoch=EpochEndOffset(epoch=epoch, end_offset=end),
+                    **offsets)
+        if offset > log_.log_end_offset or offset < log_.log_start_offset:
+            return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+        if first_pass:
+            rm.record_follower_fetch(partition, request.replica_id, offset,
+                                     request.replica_epoch)
+            offsets["high_watermark"] = log_.high_watermark
+        data = _read(log_, offset, log_.log_end_offset, want, budget)
+        if isinstance(data, Errors):
+            return _error(index, data, **offsets)
+        return FetchPartitionResponse(partition=index, records=base64.b64encode(data).decode(),
+                                      **offsets)
+    located = locate_for_consumer(offset, record, image_topic.chunks_of(index))
+    if located.chunk is not None:
+        chunk = located.chunk
+        if rm.node_id not in chunk.isr:
+            return _error(index, Errors.NOT_LEADER_OR_FOLLOWER)
+        return _chunk_answer(log_, index, offset, chunk.start_offset, chunk.stop_offset,
+                             chunk.stop_offset, want, budget, request.isolation_level)
+    if not located.found or offset > log_.log_end_offset or offset < log_.log_start_offset:
+        return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+    committed = request.isolation_level == 1
+    upper = log_.last_stable_offset if committed else log_.high_watermark
+    data = _read(log_, offset, upper, want, budget)
+    if isinstance(data, Errors):
+        return _error(index, data, **offsets)
+    aborted = _aborted(log_, offset, upper) if committed else None
+    return FetchPartitionResponse(partition=index, aborted_transactions=aborted,
+                                  records=base64.b64encode(data).decode(), **offsets)
+
+
+def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: int, stop: int,
+                  want: FetchPartition, budget: _Budget, isolation_level: int
+                  ) -> FetchPartitionResponse:
+    """Reads ``offset`` .. ``last`` (inclusive) of an inactive chunk starting at ``start``."""
+    upper = last + 1
+    offsets = {"high_watermark": stop + 1, "last_stable_offset": stop + 1,
+               "log_start_offset": max(start, log_.log_start_offset),
+               "log_end_offset": upper, "chunk_stop_offset": stop}
+    if offset < start or offset < log_.log_start_offset or offset > upper:
+        return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+    data = _read(log_, offset, min(upper, log_.log_end_offset), want, budget)
+    if isinstance(data, Errors):
+        return _error(index, data, **offsets)
+    aborted = _aborted(log_, offset, upper) if isolation_level == 1 else None
+    return FetchPartitionResponse(partition=index, aborted_transactions=aborted,
+                                  records=base64.b64encode(data).decode(), **offsets)
+
+
+def _read_all(rm: ReplicaManager, request: FetchRequest, first_pass: bool
+              ) -> tuple[FetchResponse, int, bool, list[Partition]]:
+    budget = _Budget(request.max_bytes)
+    topics: list[FetchTopicResponse] = []
+    size = 0
+    failed = False
+    watched: list[Partition] = []
+    for topic in request.topics:
+        answers: list[FetchPartitionResponse] = []
+        for want in topic.partitions:
+            answer = _read_partition(rm, request, topic.topic, want, budget, first_pass)
+            answers.append(answer)
+            failed = failed or answer.error_code != 0 or answer.diverging_epoch is not None
+            size += len(answer.records) * 3 // 4
+            partition = rm.partitions.get((topic.topic, want.partition))
+            if partition is not None:
+                watched.append(partition)
+        topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(answers)))
+    return FetchResponse(responses=tuple(topics)), size, failed, watched
+
+
+async def fetch(rm: ReplicaManager, request: FetchRequest) -> FetchResponse:
+    """Reads every requested partition; long-polls for ``min_bytes`` (see the module)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait_ms / 1000
+    first_pass = True
+    while True:
+        response, size, failed, watched = _read_all(rm, request, first_pass)
+        first_pass = False
+        left = deadline - loop.time()
+        if size >= request.min_bytes or failed or left <= 0 or not watched:
+            return response
+        # Nothing ran since the read (no await), so the current events cover every change after it.
+        waiters = [loop.create_task(p.signal.event().wait()) for p in watched]
+        try:
+            await asyncio.wait(waiters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+
+def list_offsets(rm: ReplicaManager, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    """Earliest (-2), latest (-1) or by timestamp, answered by the active chunk's leader (a
+    replica of inactive chunks answers timestamps within the chunks it holds)."""
+    topics: list[ListOffsetsTopicResponse] = []
+    for topic in request.topics:
+        image_topic = rm.image.topics.get_by_name(topic.name)
+        results: list[ListOffsetsPartitionResponse] = []
+        for want in topic.partitions:
+            index = want.partition_index
+            partition = rm.partitions.get((topic.name, index))
+            if image_topic is None or image_topic.partition(index) is None:
+                error: Errors | None = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif partition is None or (not partition.is_leader and want.timestamp < 0):
+                error = Errors.NOT_LEADER_OR_FOLLOWER
+            elif partition.is_leader:
+                error = _epoch_error(partition, want.current_leader_epoch)
+            else:
+                error = None
+            if error is not None or partition is None or image_topic is None:
+                results.append(ListOffsetsPartitionResponse(
+                    partition_index=index,
+                    error_code=(error or Errors.UNKNOWN_TOPIC_OR_PARTITION).code))
+                continue
+            log_ = partition.log
+            epoch = partition.leader_epoch
+            if want.timestamp == EARLIEST_TIMESTAMP:
+                chunks = image_topic.chunks_of(index)
+                offset = chunks[0].start_offset if chunks else log_.log_start_offset
+                results.append(ListOffsetsPartitionResponse(
+                    partition_index=index, offset=offset, leader_epoch=epoch))
+            elif want.timestamp == LATEST_TIMESTAMP:
+                offset = (log_.last_stable_offset if request.isolation_level == 1
+                          else log_.high_watermark)
+                results.append(ListOffsetsPartitionResponse(
+                    partition_index=index, offset=offset, leader_epoch=epoch))
+            else:
+                found = log_.offset_for_timestamp(want.timestamp)
+                limit = log_.high_watermark if partition.is_leader else log_.log_end_offset
+                if found is None or found[0] >= limit:
+                    results.append(ListOffsetsPartitionResponse(partition_index=index))
+                else:
+                    results.append(ListOffsetsPartitionResponse(
+                        partition_index=index, offset=found[0], timestamp=found[1],
+                        leader_epoch=epoch))
+        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(results)))
+    return ListOffsetsResponse(topics=tuple(topics))
+
+
+def offsets_for_leader_epoch(rm: ReplicaManager, request: OffsetForLeaderEpochRequest
+                             ) -> OffsetForLeaderEpochResponse:
+    """The end offset of a leader epoch from this broker's epoch cache. Followers ask the
+    leader; a consumer may also ask a replica of inactive chunks (their copies carry the
+    epochs of their offsets, DESIGN.md section 3)."""
+    topics: list[OffsetForLeaderTopicResult] = []
+    for topic in request.topics:
+        image_topic = rm.image.topics.get_by_name(topic.topic)
+        results: list[OffsetForLeaderPartitionResult] = []
+        for want in topic.partitions:
+            index = want.partition
+            partition = rm.partitions.get((topic.topic, index))
+            error: Errors | None = None
+            if image_topic is None or image_topic.partition(index) is None:
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif partition is None or (request.replica_id >= 0 and not partition.is_leader):
+                error = Errors.NOT_LEADER_OR_FOLLOWER
+            elif partition.is_leader:
+                error = _epoch_error(partition, want.current_leader_epoch)
+            if error is not None or partition is None:
+                results.append(OffsetForLeaderPartitionResult(
+                    partition=index, error_code=(error or Errors.NOT_LEADER_OR_FOLLOWER).code))
+                continue
+            epoch, end = partition.log.end_offset_for_epoch(want.leader_epoch)
+            results.append(OffsetForLeaderPartitionResult(partition=index, leader_epoch=epoch,
+                                                          end_offset=end))
+        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
+    return OffsetForLeaderEpochResponse(topics=tuple(topics))
