@@ -1,1 +1,42 @@
-"""The local log store: a directory per partition replica of segments, indexes and checkpoints."""
+"""The local log store: a directory per partition replica of segments, indexes and checkpoints.
+
+``LogManager`` owns the logs of a broker; ``UnifiedLog`` is one partition replica's log (append as
+leader or follower, read whole batches, truncate, delete chunk ranges, retention, recovery). The
+modules below it each do one job: ``segment`` (a .log file and its indexes), ``offset_index``,
+``time_index``, ``txn_index``, ``leader_epoch``, ``producer_state``, ``checkpoint``.
+"""
+
+from chunkraft.broker_agent.storage.config import (
+    AbortedTransaction,
+    LogAppendInfo,
+    LogConfig,
+    ReadResult,
+    SegmentInfo,
+)
+from chunkraft.broker_agent.storage.errors import (
+    DuplicateSequenceError,
+    InconsistentTopicIdError,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
+from chunkraft.broker_agent.storage.leader_epoch import EpochEntry
+from chunkraft.broker_agent.storage.log_manager import LogManager
+from chunkraft.broker_agent.storage.producer_state import BatchMetadata, ProducerEntry
+from chunkraft.broker_agent.storage.unified_log import UnifiedLog
+
+__all__ = [
+    "AbortedTransaction",
+    "BatchMetadata",
+    "DuplicateSequenceError",
+    "EpochEntry",
+    "InconsistentTopicIdError",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogManager",
+    "OffsetOutOfRangeError",
+    "ProducerEntry",
+    "ReadResult",
+    "SegmentInfo",
+    "UnexpectedAppendOffsetError",
+    "UnifiedLog",
+]
