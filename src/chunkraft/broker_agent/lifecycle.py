@@ -92,13 +92,14 @@ class BrokerLifecycle:
     async def run(self) -> None:
         """Registers, then heartbeats until the controller allows the shutdown or cancelled."""
         while not self.shut_down_allowed.is_set():
-            if self.broker_epoch < 0:
+            self._wake.clear()
+            registering = self.broker_epoch < 0
+            if registering:
                 await self._register()
             else:
                 await self._heartbeat()
             if self.shut_down_allowed.is_set():
                 return
-            self._wake.clear()
             # A controlled shutdown polls quickly: the controller moves leaderships at once.
             interval = min(0.1, self.heartbeat_interval) if self.shutting_down else (
                 self.heartbeat_interval)
@@ -106,8 +107,9 @@ class BrokerLifecycle:
                 async with asyncio.timeout(interval):
                     if self._awaiting_metadata():
                         await self._metadata_reaches_epoch()
-                    else:
+                    elif not (registering and self.broker_epoch >= 0):
                         await self._wake.wait()
+                    # else: just registered, metadata already there: heartbeat at once
 
     def _awaiting_metadata(self) -> bool:
         return (self.broker_epoch >= 0 and self.fenced and not self.shutting_down

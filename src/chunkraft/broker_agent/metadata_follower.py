@@ -22,6 +22,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import math
 import time
 import uuid
 from collections import deque
@@ -73,7 +74,7 @@ class LatencyStats:
         if not self.samples:
             return None
         ordered = sorted(self.samples)
-        index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
+        index = min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))
         return ordered[index]
 
     def summary(self) -> dict[str, float | int | None]:
