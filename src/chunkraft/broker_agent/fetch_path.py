@@ -57,10 +57,35 @@ if TYPE_CHECKING:
 __all__ = ["fetch", "list_offsets", "offsets_for_leader_epoch"]
 
 
-def _error(index: int, error: Errors, message: str | None = None, **offsets: int
-           ) -> FetchPartitionResponse:
-    return FetchPartitionResponse(partition=index, error_code=error.code,
-                                  error_message=message, **offsets)
+@dataclass(frozen=True)
+class _Offsets:
+    """The offsets a fetch answer carries for one partition."""
+
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    chunk_stop_offset: int = -1
+
+
+_NO_OFFSETS = _Offsets()
+
+
+def _answer(index: int, offsets: _Offsets = _NO_OFFSETS, *, error: Errors = Errors.NONE,
+            message: str | None = None, records: bytes = b"",
+            aborted: tuple[AbortedTransaction, ...] | None = None,
+            diverging: EpochEndOffset | None = None) -> FetchPartitionResponse:
+    return FetchPartitionResponse(
+        partition=index, error_code=error.code, error_message=message,
+        high_watermark=offsets.high_watermark, last_stable_offset=offsets.last_stable_offset,
+        log_start_offset=offsets.log_start_offset, log_end_offset=offsets.log_end_offset,
+        chunk_stop_offset=offsets.chunk_stop_offset, aborted_transactions=aborted,
+        diverging_epoch=diverging, records=base64.b64encode(records).decode())
+
+
+def _error(index: int, error: Errors, message: str | None = None,
+           offsets: _Offsets = _NO_OFFSETS) -> FetchPartitionResponse:
+    return _answer(index, offsets, error=error, message=message)
 
 
 def _epoch_error(partition: Partition, current_leader_epoch: int) -> Errors | None:
@@ -90,7 +115,7 @@ def _read(log_: UnifiedLog, start: int, upper: int, want: FetchPartition, budget
         result = log_.read(start, max_bytes, upper, min_one_batch=not budget.read_any)
     except OffsetOutOfRangeError:
         return Errors.OFFSET_OUT_OF_RANGE
-    data = bytes(result.data)
+    data = bytes(result.records)
     if want.key_range is not None and data:
         lo, hi = want.key_range
         kept = []
@@ -147,33 +172,29 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
     if refused is not None:
         return _error(index, refused)
     log_ = partition.log
-    offsets = {"high_watermark": log_.high_watermark,
-               "last_stable_offset": log_.last_stable_offset,
-               "log_start_offset": log_.log_start_offset,
-               "log_end_offset": log_.log_end_offset}
+    offsets = _Offsets(log_.high_watermark, log_.last_stable_offset, log_.log_start_offset,
+                       log_.log_end_offset)
     if request.replica_id >= 0:
         assert partition.record is not None
         if request.replica_id not in partition.record.replicas:
             return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
-                          f"broker {request.replica_id} is no replica of {topic}-{index}",
-                          **offsets)
+                          f"broker {request.replica_id} is no replica of {topic}-{index}", offsets)
         if want.last_fetched_epoch >= 0 and offset > log_.log_start_offset:
             epoch, end = log_.end_offset_for_epoch(want.last_fetched_epoch)
             if epoch != want.last_fetched_epoch or end < offset:
-                return FetchPartitionResponse(
-                    partition=index, diverging_epoch=EpochEndOffset(epoch=epoch, end_offset=end),
-                    **offsets)
+                return _answer(index, offsets,
+                               diverging=EpochEndOffset(epoch=epoch, end_offset=end))
         if offset > log_.log_end_offset or offset < log_.log_start_offset:
-            return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+            return _error(index, Errors.OFFSET_OUT_OF_RANGE, None, offsets)
         if first_pass:
             rm.record_follower_fetch(partition, request.replica_id, offset,
                                      request.replica_epoch)
-            offsets["high_watermark"] = log_.high_watermark
+            offsets = _Offsets(log_.high_watermark, log_.last_stable_offset,
+                               log_.log_start_offset, log_.log_end_offset)
         data = _read(log_, offset, log_.log_end_offset, want, budget)
         if isinstance(data, Errors):
-            return _error(index, data, **offsets)
-        return FetchPartitionResponse(partition=index, records=base64.b64encode(data).decode(),
-                                      **offsets)
+            return _error(index, data, None, offsets)
+        return _answer(index, offsets, records=data)
     located = locate_for_consumer(offset, record, image_topic.chunks_of(index))
     if located.chunk is not None:
         chunk = located.chunk
@@ -182,15 +203,14 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
         return _chunk_answer(log_, index, offset, chunk.start_offset, chunk.stop_offset,
                              chunk.stop_offset, want, budget, request.isolation_level)
     if not located.found or offset > log_.log_end_offset or offset < log_.log_start_offset:
-        return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+        return _error(index, Errors.OFFSET_OUT_OF_RANGE, None, offsets)
     committed = request.isolation_level == 1
     upper = log_.last_stable_offset if committed else log_.high_watermark
     data = _read(log_, offset, upper, want, budget)
     if isinstance(data, Errors):
-        return _error(index, data, **offsets)
+        return _error(index, data, None, offsets)
     aborted = _aborted(log_, offset, upper) if committed else None
-    return FetchPartitionResponse(partition=index, aborted_transactions=aborted,
-                                  records=base64.b64encode(data).decode(), **offsets)
+    return _answer(index, offsets, records=data, aborted=aborted)
 
 
 def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: int, stop: int,
@@ -198,17 +218,14 @@ def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: i
                   ) -> FetchPartitionResponse:
     """Reads ``offset`` .. ``last`` (inclusive) of an inactive chunk starting at ``start``."""
     upper = last + 1
-    offsets = {"high_watermark": stop + 1, "last_stable_offset": stop + 1,
-               "log_start_offset": max(start, log_.log_start_offset),
-               "log_end_offset": upper, "chunk_stop_offset": stop}
+    offsets = _Offsets(stop + 1, stop + 1, max(start, log_.log_start_offset), upper, stop)
     if offset < start or offset < log_.log_start_offset or offset > upper:
-        return _error(index, Errors.OFFSET_OUT_OF_RANGE, **offsets)
+        return _error(index, Errors.OFFSET_OUT_OF_RANGE, None, offsets)
     data = _read(log_, offset, min(upper, log_.log_end_offset), want, budget)
     if isinstance(data, Errors):
-        return _error(index, data, **offsets)
+        return _error(index, data, None, offsets)
     aborted = _aborted(log_, offset, upper) if isolation_level == 1 else None
-    return FetchPartitionResponse(partition=index, aborted_transactions=aborted,
-                                  records=base64.b64encode(data).decode(), **offsets)
+    return _answer(index, offsets, records=data, aborted=aborted)
 
 
 def _read_all(rm: ReplicaManager, request: FetchRequest, first_pass: bool

@@ -101,8 +101,12 @@ class ReplicaManager:
     """This broker's replicas: applies metadata deltas, serves the data plane, replicates.
 
     ``broker_epoch()`` is the current registration epoch (-1 before registering); ``time_ms``
-    the wall clock in milliseconds (tests pass a fake). See the module docstring for the
-    contract; every method must be called on the broker's event loop.
+    the wall clock in milliseconds (tests pass a fake). ``caught_up()`` says the image has
+    reached the controller's committed metadata (the metadata follower's ``caught_up``): only
+    then is :meth:`reconcile` safe, since an image still replaying the log may not yet show a
+    topic or a chunk moved here whose data is on disk. Without it, reconcile runs only when
+    called. See the module docstring for the contract; every method must be called on the
+    broker's event loop.
     """
 
     def __init__(
@@ -115,6 +119,7 @@ class ReplicaManager:
         broker_epoch: Callable[[], int],
         *,
         time_ms: Callable[[], int] = _now_ms,
+        caught_up: Callable[[], bool] | None = None,
     ) -> None:
         self.node_id = node_id
         self.logs = logs
@@ -123,6 +128,7 @@ class ReplicaManager:
         self.peers = peers
         self.broker_epoch = broker_epoch
         self.time_ms = time_ms
+        self.caught_up = caught_up
         self.image = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.throttle = Throttle(config.chunk_copy_throttle_bytes_per_second)
@@ -143,14 +149,12 @@ class ReplicaManager:
         """Applies what ``delta`` (which produced ``image``) asks of this broker's replicas.
 
         Idempotent: the same delta again, or the first delta after a restart, gives the same
-        state. The first call also reconciles the logs on disk with ``image`` (see
-        :meth:`reconcile`).
+        state. Once the image has caught up (``caught_up()``), the logs on disk are reconciled
+        with it, once (see :meth:`reconcile`).
         """
         changes = delta.topics_delta.local_changes(self.node_id)
         self.image = image
-        if not self._reconciled:
-            self.reconcile(image)
-            self._reconciled = True
+        self._maybe_reconcile()
         for tp, name in changes.deletes.items():
             self._delete_partition(name, tp)
         for tp, local in changes.leaders.items():
@@ -166,6 +170,11 @@ class ReplicaManager:
         # Chunks whose ISR changed (a move completing) may now be served or need a report.
         for partition in self.partitions.values():
             partition.signal.notify()
+
+    def _maybe_reconcile(self) -> None:
+        if not self._reconciled and self.caught_up is not None and self.caught_up():
+            self._reconciled = True
+            self.reconcile(self.image)
 
     def reconcile(self, image: MetadataImage) -> None:
         """Removes from disk what no chunk of ``image`` keeps on this broker.
@@ -269,6 +278,11 @@ class ReplicaManager:
             <= create.end_offset
         )
         partition.leader_epoch_start = partition.log.log_end_offset
+        if not partition.overlap_pending:
+            # Kafka's new leader records its epoch's start at the LEO: OffsetsForLeaderEpoch
+            # then answers followers of an older epoch with where that epoch ended here.
+            partition.log.maybe_assign_epoch_start_offset(record.leader_epoch,
+                                                          partition.log.log_end_offset)
         self._advance_high_watermark(partition)
         partition.signal.notify()
 
@@ -429,6 +443,7 @@ class ReplicaManager:
             if partition.is_leader and partition.leader_epoch == epoch:
                 partition.overlap_pending = False
                 partition.leader_epoch_start = partition.log.log_end_offset
+                partition.log.maybe_assign_epoch_start_offset(epoch, partition.log.log_end_offset)
                 self._advance_high_watermark(partition)
                 partition.signal.notify()
 
@@ -706,6 +721,7 @@ class ReplicaManager:
                 partition.log.checkpoint_high_watermark()
 
     def _flush(self) -> None:
+        self._maybe_reconcile()
         now = self.time_ms()
         for partition in list(self.partitions.values()):
             if not partition.closed:
