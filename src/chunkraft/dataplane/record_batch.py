@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple, TypeAlias
 
@@ -81,6 +80,7 @@ BATCH_OVERHEAD = 12
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - BATCH_OVERHEAD  # 49: a batch with no records
 _CRC_START = 21  # the CRC covers attributes .. end
 _CRC_RANGE_HEAD = struct.Struct(">hiqqqhii")  # attributes .. records count
+_PREFIX = struct.Struct(">qiibI")  # base offset .. crc
 _BASE = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _LENGTH = struct.Struct(">i")
@@ -94,6 +94,8 @@ _NO_SEQUENCE = -1
 # Zigzag varints below 64 (and above -65) are one byte; records use them for most fields.
 _ONE_BYTE = tuple(bytes((z,)) for z in range(0x80))
 _NULL_LENGTH = b"\x01"  # zigzag(-1)
+# Builds a named tuple from a tuple without the generated __new__'s argument handling.
+_tuple_new = tuple.__new__
 
 
 class UnsupportedCompressionError(CorruptBatchError):
@@ -111,9 +113,12 @@ class ControlType(IntEnum):
     COMMIT = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One decoded record with its absolute offset and timestamp; immutable, thread-safe."""
+class Record(NamedTuple):
+    """One decoded record with its absolute offset and timestamp; immutable, thread-safe.
+
+    A named tuple rather than a dataclass: decoding builds one per record, and a tuple is built
+    in a fraction of a frozen dataclass's time.
+    """
 
     offset: int
     timestamp: int
@@ -134,12 +139,12 @@ class ProducerRecord(NamedTuple):
 RecordInput: TypeAlias = "ProducerRecord | tuple[bytes | None, bytes | None, int]"
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     """The 61-byte header of a v2 batch, as parsed (no CRC check); immutable, thread-safe.
 
     ``batch_length`` counts the bytes after its own field, so the batch occupies
-    ``size_in_bytes = batch_length + 12`` bytes.
+    ``size_in_bytes = batch_length + 12`` bytes. A named tuple so that a parse is one
+    ``struct.unpack_from`` wrapped without copying (scans parse a header per batch).
     """
 
     base_offset: int
@@ -220,7 +225,7 @@ def _varint(n: int) -> bytes:
     if z < 0x80:
         return _ONE_BYTE[z]
     if z < 0x4000:
-        return bytes(((z & 0x7F) | 0x80, z >> 7))
+        return ((z & 0x7F) | 0x80 | (z >> 7) << 8).to_bytes(2, "little")
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -251,51 +256,73 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- building
 
 
-def _encode_record(
-    parts: list[bytes],
-    offset_delta: int,
-    timestamp_delta: int,
-    key: bytes | None,
-    value: bytes | None,
-    headers: Sequence[tuple[str, bytes | None]],
-) -> None:
-    """Append one record's pieces to ``parts`` (length prefix first)."""
-    head = b"\x00" + _varint(timestamp_delta) + _varint(offset_delta)
-    if key is None:
-        head += _NULL_LENGTH
-        size = len(head)
-    else:
-        head += _varint(len(key))
-        size = len(head) + len(key)
-    if value is None:
-        value_head = _NULL_LENGTH
-        size += 1
-    else:
-        value_head = _varint(len(value))
-        size += len(value_head) + len(value)
-    if headers:
-        header_parts = [_varint(len(headers))]
-        for header_key, header_value in headers:
-            encoded_key = header_key.encode()
-            header_parts.append(_varint(len(encoded_key)))
-            header_parts.append(encoded_key)
-            if header_value is None:
-                header_parts.append(_NULL_LENGTH)
-            else:
-                header_parts.append(_varint(len(header_value)))
-                header_parts.append(bytes(header_value))
-        tail = b"".join(header_parts)
-    else:
-        tail = b"\x00"
-    size += len(tail)
-    parts.append(_varint(size))
-    parts.append(head)
-    if key is not None:
-        parts.append(key)
-    parts.append(value_head)
-    if value is not None:
-        parts.append(value)
-    parts.append(tail)
+def _encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """A record's header count and headers."""
+    parts = [_varint(len(headers))]
+    for header_key, header_value in headers:
+        encoded_key = header_key.encode()
+        parts.append(_varint(len(encoded_key)))
+        parts.append(encoded_key)
+        if header_value is None:
+            parts.append(_NULL_LENGTH)
+        else:
+            parts.append(_varint(len(header_value)))
+            parts.append(bytes(header_value))
+    return b"".join(parts)
+
+
+def _encode_records(records: Sequence[RecordInput], base_timestamp: int, parts: list[bytes]) -> int:
+    """Append every record's pieces to ``parts`` (offset deltas 0, 1, ...); the max timestamp.
+
+    The common case (one-byte deltas and key length, no headers) is built with one ``bytes()``
+    call per record head; per-record overhead is most of a batch's build time.
+    """
+    append = parts.append
+    varint = _varint
+    max_timestamp = base_timestamp
+    for delta, record in enumerate(records):
+        key = record[0]
+        value = record[1]
+        timestamp = record[2]
+        if timestamp > max_timestamp:
+            max_timestamp = timestamp
+        td = timestamp - base_timestamp
+        tz = (td << 1) ^ (td >> 63)
+        oz = delta << 1
+        if key is None:
+            key_length = 0
+            kz = 1
+        else:
+            key_length = len(key)
+            kz = key_length << 1
+        if tz < 0x80 and oz < 0x80 and kz < 0x80:
+            head = bytes((0, tz, oz, kz))
+        else:
+            head = b"".join(
+                (
+                    b"\x00",
+                    varint(td),
+                    varint(delta),
+                    _NULL_LENGTH if key is None else varint(key_length),
+                )
+            )
+        if value is None:
+            value_head = _NULL_LENGTH
+            value_length = 0
+        else:
+            value_length = len(value)
+            value_head = varint(value_length)
+        headers = record[3] if len(record) > 3 else ()
+        tail = _encode_headers(headers) if headers else b"\x00"
+        append(varint(len(head) + key_length + len(value_head) + value_length + len(tail)))
+        append(head)
+        if key is not None:
+            append(key)
+        append(value_head)
+        if value is not None:
+            append(value)
+        append(tail)
+    return max_timestamp
 
 
 def _assemble(
@@ -313,25 +340,20 @@ def _assemble(
     record_count: int,
 ) -> bytes:
     """Header + records with the CRC computed over attributes .. end."""
-    crc_part = (
-        _CRC_RANGE_HEAD.pack(
-            attributes,
-            last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            record_count,
-        )
-        + body
+    head = _CRC_RANGE_HEAD.pack(
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
     )
-    crc = crc32c(crc_part)
+    crc = crc32c(body, crc32c(head))  # incremental: no copy of the records just for the CRC
     batch_length = BATCH_HEADER_SIZE - BATCH_OVERHEAD + len(body)
-    return (
-        struct.pack(">qiibI", base_offset, batch_length, partition_leader_epoch, MAGIC, crc)
-        + crc_part
-    )
+    prefix = _PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc)
+    return b"".join((prefix, head, body))
 
 
 def build_batch(
@@ -357,14 +379,8 @@ def build_batch(
     if transactional and producer_id < 0:
         raise ValueError("a transactional batch needs a producer id")
     base_timestamp = records[0][2]
-    max_timestamp = base_timestamp
     parts: list[bytes] = []
-    for delta, record in enumerate(records):
-        timestamp = record[2]
-        if timestamp > max_timestamp:
-            max_timestamp = timestamp
-        headers = record[3] if len(record) > 3 else ()
-        _encode_record(parts, delta, timestamp - base_timestamp, record[0], record[1], headers)
+    max_timestamp = _encode_records(records, base_timestamp, parts)
     attributes = (TRANSACTIONAL_FLAG if transactional else 0) | (
         TIMESTAMP_TYPE_FLAG if log_append_time else 0
     )
@@ -400,7 +416,9 @@ def build_control_batch(
     """
     parts: list[bytes] = []
     key = _CONTROL_KEY.pack(0, ControlType.COMMIT if commit else ControlType.ABORT)
-    _encode_record(parts, 0, 0, key, _CONTROL_VALUE.pack(0, coordinator_epoch), ())
+    _encode_records(
+        [(key, _CONTROL_VALUE.pack(0, coordinator_epoch), timestamp_ms)], timestamp_ms, parts
+    )
     return _assemble(
         b"".join(parts),
         base_offset=base_offset,
@@ -428,7 +446,7 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """
     if len(buf) - pos < BATCH_HEADER_SIZE:
         raise CorruptBatchError("batch header cut short", _BUFFER, pos)
-    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+    return _tuple_new(BatchHeader, _HEADER.unpack_from(buf, pos))
 
 
 def iter_batches(buf: Buffer) -> Iterator[tuple[BatchHeader, memoryview]]:
@@ -443,8 +461,9 @@ def iter_batches(buf: Buffer) -> Iterator[tuple[BatchHeader, memoryview]]:
     end = len(view)
     pos = 0
     unpack_from = _HEADER.unpack_from
+    new = _tuple_new
     while end - pos >= BATCH_HEADER_SIZE:
-        header = BatchHeader(*unpack_from(view, pos))
+        header: BatchHeader = new(BatchHeader, unpack_from(view, pos))
         if header.batch_length < _MIN_BATCH_LENGTH:
             raise CorruptBatchError(
                 f"batch length {header.batch_length} below the minimum {_MIN_BATCH_LENGTH}",
@@ -463,13 +482,15 @@ def validate_batch(view: Buffer, *, deep: bool = False) -> BatchHeader:
 
     Checks: at least a header, ``batchLength`` matches the buffer exactly, magic 2, CRC-32C,
     a non-negative record count and last offset delta; then compression none (else
-    :class:`UnsupportedCompressionError`). With ``deep``, also walks the records: exactly
-    ``record_count`` well-formed records filling the batch, offset deltas within
-    ``[0, last_offset_delta]``. Raises CorruptBatchError otherwise.
+    :class:`UnsupportedCompressionError`). With ``deep``, also decodes the records: exactly
+    ``record_count`` well-formed records filling the batch, offset deltas increasing within
+    ``[0, last_offset_delta]``. Raises CorruptBatchError otherwise. Whether the record count
+    matches the offset range (required of a producer's batch, not of a filtered one) is the
+    caller's check.
     """
     if len(view) < BATCH_HEADER_SIZE:
         raise CorruptBatchError(f"{len(view)} bytes cannot hold a batch header", _BUFFER, 0)
-    header = BatchHeader(*_HEADER.unpack_from(view, 0))
+    header: BatchHeader = _tuple_new(BatchHeader, _HEADER.unpack_from(view, 0))
     if header.size_in_bytes != len(view):
         raise CorruptBatchError(
             f"batch length {header.batch_length} does not match the {len(view)} bytes given",
@@ -495,40 +516,40 @@ def validate_batch(view: Buffer, *, deep: bool = False) -> BatchHeader:
             f"compression codec {header.compression} is not supported", _BUFFER, 21
         )
     if deep:
-        spans = _record_spans(bytes(view), header)
-        for _start, _end, offset_delta in spans:
-            if offset_delta < 0 or offset_delta > header.last_offset_delta:
+        previous = -1
+        for record in decode_records(view):
+            delta = record.offset - header.base_offset
+            if delta <= previous or delta > header.last_offset_delta:
                 raise CorruptBatchError(
-                    f"offset delta {offset_delta} outside the batch", _BUFFER, _start
+                    f"offset delta {delta} out of order or outside the batch",
+                    _BUFFER,
+                    BATCH_HEADER_SIZE,
                 )
+            previous = delta
     return header
 
 
-def _record_spans(data: bytes, header: BatchHeader) -> list[tuple[int, int, int]]:
-    """(start, end, offset delta) of each record (start includes the length prefix)."""
-    spans: list[tuple[int, int, int]] = []
-    pos = BATCH_HEADER_SIZE
-    end = len(data)
-    try:
-        for _ in range(header.record_count):
-            start = pos
-            length, pos = _read_varint(data, pos)
-            record_end = pos + length
-            if length < 0 or record_end > end:
-                raise CorruptBatchError(
-                    f"record length {length} overruns the batch", _BUFFER, start
-                )
-            _ts_delta, p = _read_varint(data, pos + 1)
-            offset_delta, p = _read_varint(data, p)
-            spans.append((start, record_end, offset_delta))
-            pos = record_end
-    except (IndexError, ValueError) as e:
-        raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
-    if pos != end:
-        raise CorruptBatchError(
-            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
-        )
-    return spans
+def _read_headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The headers of a record (count varint at ``pos``) and the position after them."""
+    read = _read_varint
+    count, pos = read(data, pos)
+    if count < 0:
+        raise ValueError(f"header count {count}")
+    decoded: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        name_length, pos = read(data, pos)
+        if name_length < 0:
+            raise ValueError("null header key")
+        name = data[pos : pos + name_length].decode()
+        pos += name_length
+        value_length, pos = read(data, pos)
+        if value_length < 0:
+            value = None
+        else:
+            value = data[pos : pos + value_length]
+            pos += value_length
+        decoded.append((name, value))
+    return tuple(decoded), pos
 
 
 def decode_records(view: Buffer) -> list[Record]:
@@ -550,62 +571,102 @@ def decode_records(view: Buffer) -> list[Record]:
     out: list[Record] = []
     append = out.append
     read = _read_varint
+    new = _tuple_new
     pos = BATCH_HEADER_SIZE
     end = len(data)
+    # The one-byte varint case is inlined for the small fields: a call per field would cost
+    # more than the rest of the record's decoding.
     try:
         for _ in range(header.record_count):
             start = pos
-            length, pos = read(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    z = (b & 0x7F) | c << 7
+                    length = (z >> 1) ^ -(z & 1)
+                    pos += 2
+                else:
+                    length, pos = read(data, pos)
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise CorruptBatchError(
                     f"record length {length} overruns the batch", _BUFFER, start
                 )
-            timestamp_delta, pos = read(data, pos + 1)  # +1: the attributes byte, unused
-            offset_delta, pos = read(data, pos)
-            key_length, pos = read(data, pos)
-            if key_length < 0:
-                key = None
+            pos += 1  # the attributes byte, unused
+            b = data[pos]
+            if b < 0x80:
+                timestamp_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
             else:
+                timestamp_delta, pos = read(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read(data, pos)
+            b = data[pos]
+            if b == 1:  # -1: null
+                key = None
+                pos += 1
+            else:
+                if b < 0x80 and not b & 1:
+                    key_length = b >> 1
+                    pos += 1
+                else:
+                    key_length, pos = read(data, pos)
+                    if key_length < 0:
+                        raise ValueError(f"key length {key_length}")
                 key = data[pos : pos + key_length]
                 pos += key_length
-            value_length, pos = read(data, pos)
-            if value_length < 0:
+            b = data[pos]
+            if b == 1:
                 value = None
+                pos += 1
             else:
+                if b < 0x80 and not b & 1:
+                    value_length = b >> 1
+                    pos += 1
+                elif b & 0x81 == 0x80 and data[pos + 1] < 0x80:
+                    value_length = ((b & 0x7F) | data[pos + 1] << 7) >> 1
+                    pos += 2
+                else:
+                    value_length, pos = read(data, pos)
+                    if value_length < 0:
+                        raise ValueError(f"value length {value_length}")
                 value = data[pos : pos + value_length]
                 pos += value_length
-            header_count, pos = read(data, pos)
-            headers: tuple[tuple[str, bytes | None], ...] = ()
-            if header_count:
-                decoded: list[tuple[str, bytes | None]] = []
-                for _h in range(header_count):
-                    name_length, pos = read(data, pos)
-                    if name_length < 0:
-                        raise CorruptBatchError("null header key", _BUFFER, pos)
-                    name = data[pos : pos + name_length].decode()
-                    pos += name_length
-                    header_value_length, pos = read(data, pos)
-                    if header_value_length < 0:
-                        header_value = None
-                    else:
-                        header_value = data[pos : pos + header_value_length]
-                        pos += header_value_length
-                    decoded.append((name, header_value))
-                headers = tuple(decoded)
+            if data[pos] == 0:
+                headers: tuple[tuple[str, bytes | None], ...] = ()
+                pos += 1
+            else:
+                headers, pos = _read_headers(data, pos)
             if pos != record_end:
                 raise CorruptBatchError("record fields do not fill its length", _BUFFER, start)
             append(
-                Record(
-                    base_offset + offset_delta,
-                    append_time if append_time is not None else base_timestamp + timestamp_delta,
-                    key,
-                    value,
-                    headers,
+                new(
+                    Record,
+                    (
+                        base_offset + offset_delta,
+                        append_time
+                        if append_time is not None
+                        else base_timestamp + timestamp_delta,
+                        key,
+                        value,
+                        headers,
+                    ),
                 )
             )
     except (IndexError, ValueError, UnicodeDecodeError) as e:
         raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
+    if pos != end:
+        raise CorruptBatchError(
+            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
+        )
     return out
 
 
@@ -683,6 +744,10 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
             pos = record_end
     except (IndexError, ValueError) as e:
         raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
+    if pos != end:
+        raise CorruptBatchError(
+            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
+        )
     if not kept:
         return None
     if len(kept) == header.record_count:

@@ -389,3 +389,68 @@ def test_build_and_parse_100_records_of_1kib_is_fast() -> None:
         best = min(best, time.perf_counter() - start)
     # ~0.3 ms on a laptop; the bound leaves room for a busy shared CI machine.
     assert best < 0.005
+
+
+# --------------------------------------------------------------------------- malformed records
+
+
+def _one_record_batch(record_body: bytes, count: int = 1, last_offset_delta: int = 0) -> bytes:
+    """A CRC-valid batch around hand-made record bytes (length prefix added)."""
+    z = len(record_body) << 1
+    assert z < 0x80
+    body = bytes((z,)) + record_body
+    header = struct.pack(">hiqqqhii", 0, last_offset_delta, 0, 0, -1, -1, -1, count)
+    crc = crc32c(header + body)
+    prefix = struct.pack(">qiibI", 0, 49 + len(body), -1, 2, crc)
+    return prefix + header + body
+
+
+@pytest.mark.parametrize(
+    ("record_body", "problem"),
+    [
+        (bytes([0, 0, 0, 3, 0, 0]), "key length -2"),
+        (bytes([0, 0, 0, 1, 5, 0]), "value length -3"),
+        (bytes([0, 0, 0, 1, 1, 1]), "header count -1"),
+        (bytes([0, 0, 0, 1, 1, 2, 1, 1]), "null header key"),
+        (bytes([0, 0, 0, 1, 1, 2, 2, 0xFF, 0]), "header key not UTF-8"),
+        (bytes([0, 0, 0, 4, 1, 1, 0]), "key overruns the record"),
+        (bytes([0, 0, 0, 1, 1, 0, 0]), "a byte left in the record"),
+        (bytes([0, 0xFF, 0xFF]), "varint runs off the end"),
+    ],
+)
+def test_malformed_records_are_corrupt(record_body: bytes, problem: str) -> None:
+    data = _one_record_batch(record_body)
+    validate_batch(data)  # the CRC is right: only decoding can tell
+    with pytest.raises(CorruptBatchError):
+        decode_records(data)
+    with pytest.raises(CorruptBatchError):
+        validate_batch(data, deep=True)
+
+
+def test_well_formed_hand_made_record_decodes() -> None:
+    # attributes 0, ts delta 0, offset delta 0, key b"k", value null, one header ("h", b"")
+    data = _one_record_batch(bytes([0, 0, 0, 2]) + b"k" + bytes([1, 2, 2]) + b"h" + bytes([0]))
+    assert decode_records(data) == [Record(0, 0, b"k", None, (("h", b""),))]
+
+
+def test_deep_validation_wants_increasing_offset_deltas() -> None:
+    data = bytearray(_batch(2))
+    # the second record's offset delta (after its length, attributes and timestamp delta) -> 0
+    second = BATCH_HEADER_SIZE + 1 + data[BATCH_HEADER_SIZE] // 2
+    assert data[second + 3] == 2  # zigzag(1)
+    data[second + 3] = 0
+    data = _recrc(data)
+    validate_batch(data)
+    with pytest.raises(CorruptBatchError, match="out of order"):
+        validate_batch(data, deep=True)
+
+
+def test_trailing_bytes_after_the_records_are_corrupt() -> None:
+    data = bytearray(_batch(2) + b"\x00")
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    data = _recrc(data)
+    validate_batch(data)
+    with pytest.raises(CorruptBatchError, match="after the 2 records"):
+        decode_records(data)
+    with pytest.raises(CorruptBatchError, match="after the 2 records"):
+        filter_by_key_hash(data, 0, 0)
