@@ -738,7 +738,12 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
             _ts, p = read(data, pos + 1)
             _od, p = read(data, p)
             key_length, p = read(data, p)
-            key_hash = 0 if key_length < 0 else positive_hash(data[p : p + key_length])
+            if key_length == -1:
+                key_hash = 0
+            elif key_length < 0 or p + key_length > record_end:
+                raise ValueError(f"key length {key_length}")
+            else:
+                key_hash = positive_hash(data[p : p + key_length])
             if lo <= key_hash <= hi:
                 kept.append(data[start:record_end])
             pos = record_end
