@@ -92,11 +92,14 @@ class LogSegment:
         if not self.index.is_sane(self.size):
             self.index.reset()
             self.time_index.reset()
-        _, pos = self.index.lookup(from_offset)
+        start_offset, pos = self.index.lookup(from_offset)
+        # The walk starts at the indexed batch ``start_offset`` (all of a segment's offsets are
+        # consecutive, so everything before it ends at ``start_offset - 1``); time index entries
+        # name the batch holding their timestamp, so those before it stay true.
         self.index.truncate_to_position(pos + 1)
-        start_offset, _ = self.index.last_entry()
-        self.time_index.truncate_to_offset(start_offset + (1 if pos else 0))
+        self.time_index.truncate_to_offset(start_offset)
         self._reset_stats_from_indexes()
+        self.next_offset = start_offset
         self._bytes_since_index = 0
         expected = self.base_offset if pos == 0 else None
         end = pos

@@ -772,14 +772,16 @@ class UnifiedLog:
         """Move the log start up to ``offset``, deleting non-active segments wholly below it."""
         if offset <= self.log_start_offset:
             return 0
-        self.log_start_offset = min(offset, self.log_end_offset)
-        write_offset(self.dir / LOG_START_CHECKPOINT, self.log_start_offset)
         removed = 0
-        while len(self._segments) > 1 and self._segments[0].next_offset <= self.log_start_offset:
+        while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
             segment = self._segments.pop(0)
             self._bases.pop(0)
             removed += segment.size
             segment.delete()
+        # Never below the first segment (as a reopen computes it): a start in a gap moves up.
+        start = max(offset, self._segments[0].base_offset)
+        self.log_start_offset = min(start, self.log_end_offset)
+        write_offset(self.dir / LOG_START_CHECKPOINT, self.log_start_offset)
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self.producers.delete_snapshots_below(self._segments[0].base_offset)
         self.high_watermark = max(self.high_watermark, self.log_start_offset)
