@@ -25,7 +25,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
-from chunkraft.broker_agent.chunk_copier import CopyJob, first_missing_offset, run_copy
+from chunkraft.broker_agent.chunk_copier import (
+    CopyJob,
+    first_missing_offset,
+    run_copy,
+    start_at_gap,
+)
 from chunkraft.broker_agent.chunk_lookup import (
     TO_THE_END,
     active_start,
@@ -158,7 +163,7 @@ class ReplicaManager:
         for tp, name in changes.deletes.items():
             self._delete_partition(name, tp)
         for tp, local in changes.leaders.items():
-            self._become_leader(tp, local, changes.chunk_creates)
+            self._become_leader(tp, local)
         for tp, local in changes.followers.items():
             self._become_follower(tp, local)
         for key, chunk in changes.chunk_stops.items():
@@ -241,14 +246,31 @@ class ReplicaManager:
             self.logs.delete(topic, tp.partition_id)
 
     def _position_for_active(self, partition: Partition, record: PartitionRecord) -> None:
-        """An empty log of a new active chunk starts at the chunk's start offset."""
-        log_ = partition.log
-        start = active_start(record)
-        if log_.log_end_offset == log_.log_start_offset and log_.log_end_offset < start:
-            log_.truncate_fully_and_start_at(start)
+        """The next append of a log short of the active chunk's start lands at that start.
 
-    def _become_leader(self, tp: TopicIdPartition, local: LocalPartition,
-                       creates: dict[ChunkKey, ChunkCreate]) -> None:
+        The offsets in between belong to chunks held elsewhere (a gap): an empty log simply
+        starts there; a log holding older chunks gets an empty segment at the start.
+        """
+        start_at_gap(partition.log, active_start(record))
+
+    def _overlap_of(self, partition: Partition, record: PartitionRecord
+                    ) -> tuple[int, int, tuple[int, ...]] | None:
+        """The part of the previous chunk's range this log must copy before the active chunk
+        takes appends: ``(first, last, sources)``, or None when the log holds it (or there is
+        no overlap: the cut found LSO = HW)."""
+        start = active_start(record)
+        _, chunks = self._image_partition(partition)
+        previous = None
+        for chunk in chunks:
+            if chunk.start_offset < start:
+                previous = chunk
+        if previous is None or previous.end_offset < start:
+            return None
+        if first_missing_offset(partition.log, start, previous.end_offset) > previous.end_offset:
+            return None
+        return start, previous.end_offset, tuple(b for b in previous.isr if b != self.node_id)
+
+    def _become_leader(self, tp: TopicIdPartition, local: LocalPartition) -> None:
         partition = self._partition(local.topic_name, tp)
         record = local.partition
         current = partition.record
@@ -271,14 +293,14 @@ class ReplicaManager:
         partition.alter_in_flight = False
         partition.appends_paused = False
         self._position_for_active(partition, record)
-        create = creates.get(ChunkKey(tp.topic_id, tp.partition_id, active_start(record)))
-        partition.overlap_pending = (
-            create is not None and create.active
-            and first_missing_offset(partition.log, create.start_offset, create.end_offset)
-            <= create.end_offset
-        )
+        # Derived from the image, not the delta: after a restart in the middle of the copy
+        # the first delta has no chunk create, and the leader must still finish it.
+        overlap = self._overlap_of(partition, record)
+        partition.overlap_pending = overlap is not None
         partition.leader_epoch_start = partition.log.log_end_offset
-        if not partition.overlap_pending:
+        if overlap is not None:
+            self._start_overlap_copy(partition, *overlap)
+        else:
             # Kafka's new leader records its epoch's start at the LEO: OffsetsForLeaderEpoch
             # then answers followers of an older epoch with where that epoch ended here.
             partition.log.maybe_assign_epoch_start_offset(record.leader_epoch,
@@ -367,9 +389,8 @@ class ReplicaManager:
         tp = TopicIdPartition(key.topic_id, key.partition_id)
         partition = self._partition(create.topic_name, tp)
         if create.active:
-            if partition.is_leader and partition.overlap_pending:
-                self._start_overlap_copy(partition, create)
-            # A follower of the new active chunk gets the overlap from its leader by fetching.
+            # The leader started the overlap copy on becoming leader (``_overlap_of``); a
+            # follower of the new active chunk gets the overlap from its leader by fetching.
             return
         topic = self.image.topics.get(key.topic_id)
         chunk = topic.chunk(key.partition_id, key.start_offset) if topic is not None else None
@@ -422,10 +443,11 @@ class ReplicaManager:
             backoff_s=self.config.replica_fetch_backoff_ms / 1000,
         )
 
-    def _start_overlap_copy(self, partition: Partition, create: ChunkCreate) -> None:
+    def _start_overlap_copy(self, partition: Partition, first: int, last: int,
+                            sources: tuple[int, ...]) -> None:
         """The new leader of an active chunk copies the overlap with the previous chunk (its
         open transactions) before it accepts appends (DESIGN.md section 3)."""
-        running = partition.copies.get(create.start_offset)
+        running = partition.copies.get(first)
         if running is not None and not running.done():
             return
 
@@ -434,8 +456,7 @@ class ReplicaManager:
             found = chunk_for_copy(chunks, offset)
             return found.start_offset if found is not None else -1
 
-        job = self._copy_job(partition, create.start_offset, create.end_offset, create.sources,
-                             chunk_start)
+        job = self._copy_job(partition, first, last, sources, chunk_start)
         epoch = partition.leader_epoch
 
         async def copy_then_open() -> None:
@@ -447,7 +468,7 @@ class ReplicaManager:
                 self._advance_high_watermark(partition)
                 partition.signal.notify()
 
-        partition.copies[create.start_offset] = asyncio.get_running_loop().create_task(
+        partition.copies[first] = asyncio.get_running_loop().create_task(
             _logged(copy_then_open(), f"overlap copy of {partition.label}"))
 
     def _delete_chunk(self, key: ChunkKey, delete: ChunkDelete) -> None:

@@ -300,3 +300,59 @@ def test_retention_drops_a_chunk_whose_data_is_gone(tmp_path: Path) -> None:
             await cluster.close()
 
     _run(scenario())
+
+
+def test_cut_back_to_a_broker_holding_an_older_chunk_leaves_a_gap(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.start(replicas=(0,))
+        b0, b1 = cluster.managers[0], cluster.managers[1]
+        try:
+            await produce(b0, FIRST)
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            await produce(b1, SECOND)
+            assert await b1.roll_chunk(TOPIC, 0, (0,), 0) == (0, None)
+            # The gap survives a restart: the next append still lands at 20.
+            await cluster.stop_broker(0)
+            b0 = await cluster.start_broker(0)
+            third = await produce(b0, [b"c0", b"c1"])
+            assert (third.error_code, third.base_offset) == (0, 20)
+            log0 = b0.logs.get(TOPIC, 0)
+            assert log0 is not None
+            assert [(s.base_offset, s.next_offset) for s in log0.segments if s.size_in_bytes] \
+                == [(0, 10), (20, 22)]
+            assert values_of(await consume(b0, 0)) == FIRST
+            assert values_of(await consume(b1, 10)) == SECOND
+            assert values_of(await consume(b0, 20)) == [b"c0", b"c1"]
+            assert b0.status_counts() == (1, 0, 1)
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_overlap_copy_resumes_after_a_restart_of_the_new_leader(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.start(replicas=(0,))
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, FIRST)
+            await produce(b0, SECOND, producer_id=7, producer_epoch=0, base_sequence=0,
+                          transactional=True)
+            cluster.peers.down.add(0)  # broker 1 cannot reach the old chunk yet
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            waiting = await produce(cluster.managers[1], [b"c0"], timeout_ms=200)
+            assert waiting.error_code == Errors.REQUEST_TIMED_OUT.code
+            await cluster.stop_broker(1)
+            b1 = await cluster.start_broker(1)  # the first delta has no chunk create
+            assert b1.partitions[(TOPIC, 0)].overlap_pending
+            cluster.peers.down.discard(0)
+            after = await produce(b1, [b"c0"])
+            assert (after.error_code, after.base_offset) == (0, 20)
+            log1 = b1.logs.get(TOPIC, 0)
+            assert log1 is not None and (log1.log_start_offset, log1.log_end_offset) == (10, 21)
+        finally:
+            await cluster.close()
+
+    _run(scenario())
