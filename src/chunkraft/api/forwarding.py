@@ -36,7 +36,9 @@ __all__ = ["FORWARDED_HEADER", "IDEMPOTENCY_HEADER", "OFFSET_HEADER", "forward_t
 FORWARDED_HEADER = "X-Chunkraft-Forwarded"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 OFFSET_HEADER = "X-Metadata-Offset"
-_PASSED_HEADERS = ("content-type",)
+_PASSED_HEADERS = ("content-type", "authorization")
+"""Authorization goes along so the leader can forward it in turn (a chunk cut asks the
+leader broker as the admin); the signed principal header, not the token, names the caller."""
 LEADER_WAIT = 3.0
 """How long a follower waits for an election to name a leader before answering 503."""
 
