@@ -1,0 +1,128 @@
+"""The follower loop: truncation by OffsetsForLeaderEpoch and diverging epochs, then fetching."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from pathlib import Path
+
+from chunkraft.broker_agent.replica_fetcher import FollowerJob, divergence_target, run_follower
+from chunkraft.broker_agent.storage import LogConfig, UnifiedLog
+from chunkraft.dataplane.record_batch import build_batch
+from chunkraft.protocol.data_plane import (
+    EpochEndOffset,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopicResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopicResult,
+)
+
+TID = uuid.UUID(int=8)
+
+
+def _log(path: Path) -> UnifiedLog:
+    return UnifiedLog.open(path, TID, LogConfig())
+
+
+def _fill(log_: UnifiedLog, values: list[bytes], epoch: int) -> None:
+    for value in values:
+        log_.append_as_leader(build_batch([(b"k", value, 1)]), epoch)
+
+
+class _Leader:
+    """A leader's answers from a real log; optionally one diverging epoch first."""
+
+    def __init__(self, log_: UnifiedLog, diverging: EpochEndOffset | None = None) -> None:
+        self.log = log_
+        self.diverging = diverging
+        self.asked_epochs: list[int] = []
+
+    async def fetch(self, broker_id: int, request: FetchRequest) -> FetchResponse:
+        want = request.topics[0].partitions[0]
+        if self.diverging is not None:
+            answer = FetchPartitionResponse(partition=0, diverging_epoch=self.diverging)
+            self.diverging = None
+        else:
+            read = self.log.read(want.fetch_offset, 1 << 20, self.log.log_end_offset)
+            answer = FetchPartitionResponse(
+                partition=0, high_watermark=self.log.log_end_offset,
+                records=base64.b64encode(read.records).decode())
+            if not read.records:
+                await asyncio.sleep(0.01)
+        return FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(answer,)),))
+
+    async def offsets_for_leader_epoch(self, broker_id: int, request: OffsetForLeaderEpochRequest
+                                       ) -> OffsetForLeaderEpochResponse:
+        epoch = request.topics[0].partitions[0].leader_epoch
+        self.asked_epochs.append(epoch)
+        found, end = self.log.end_offset_for_epoch(epoch)
+        return OffsetForLeaderEpochResponse(topics=(OffsetForLeaderTopicResult(
+            topic="t", partitions=(OffsetForLeaderPartitionResult(
+                partition=0, leader_epoch=found, end_offset=end),)),))
+
+
+def _job(target: UnifiedLog, epoch: int) -> FollowerJob:
+    return FollowerJob(node_id=1, topic="t", partition=0, leader=0, leader_epoch=epoch,
+                       start_offset=0, target=lambda: target, broker_epoch=lambda: 1,
+                       on_progress=lambda: None, backoff_s=0.001)
+
+
+async def _follow_until(job: FollowerJob, leader: _Leader, done: object) -> None:
+    task = asyncio.ensure_future(run_follower(job, leader))
+    try:
+        for _ in range(500):
+            if done():  # type: ignore[operator]
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError("the follower did not get there")
+    finally:
+        task.cancel()
+
+
+def test_divergence_target_is_the_smaller_end(tmp_path: Path) -> None:
+    log_ = _log(tmp_path / "f")
+    _fill(log_, [b"a", b"b", b"c"], 0)
+    _fill(log_, [b"d", b"e"], 2)
+    assert divergence_target(log_, 0, 4) == 3   # our epoch 0 ended at 3
+    assert divergence_target(log_, 2, 4) == 4
+    assert divergence_target(log_, 1, 9) == 5   # an epoch we never had: only the LEO bounds
+    log_.close()
+
+
+def test_a_new_follower_truncates_what_the_leader_lacks_then_catches_up(tmp_path: Path) -> None:
+    leader_log = _log(tmp_path / "leader")
+    _fill(leader_log, [b"a", b"b"], 0)
+    _fill(leader_log, [b"x", b"y"], 2)
+    follower_log = _log(tmp_path / "follower")
+    _fill(follower_log, [b"a", b"b", b"stale1", b"stale2", b"stale3"], 0)
+    leader = _Leader(leader_log)
+    job = _job(follower_log, 2)
+    asyncio.run(_follow_until(job, leader, lambda: follower_log.log_end_offset == 4
+                              and follower_log.latest_epoch == 2))
+    assert leader.asked_epochs == [0]
+    assert follower_log.end_offset_for_epoch(0) == (0, 2)
+    assert follower_log.high_watermark == 4
+    leader_log.close()
+    follower_log.close()
+
+
+def test_a_diverging_epoch_in_a_fetch_answer_truncates(tmp_path: Path) -> None:
+    leader_log = _log(tmp_path / "leader")
+    _fill(leader_log, [b"a", b"b", b"c"], 0)
+    follower_log = _log(tmp_path / "follower")
+    _fill(follower_log, [b"a", b"b"], 0)
+    _fill(follower_log, [b"zombie"], 1)
+    # The follower asked about epoch 1, which the leader never had: it says epoch 0 ended at 3,
+    # but this follower's epoch 0 ends at 2, so it truncates to 2 and fetches from there.
+    leader = _Leader(leader_log, diverging=EpochEndOffset(epoch=0, end_offset=3))
+    job = _job(follower_log, 3)
+    job.start_offset = 0
+    asyncio.run(_follow_until(job, leader, lambda: follower_log.log_end_offset == 3
+                              and follower_log.latest_epoch == 0))
+    leader_log.close()
+    follower_log.close()
