@@ -375,6 +375,11 @@ class UnifiedLog:
         self._bases.pop()
         old.delete()
         self._append_segment(LogSegment(self.dir, base, self.config.index_interval_bytes))
+        if len(self._segments) == 1 and base > self.log_start_offset:
+            # An empty log written from ``base`` on holds nothing below it (a reopen agrees).
+            self.log_start_offset = base
+            write_offset(self.dir / LOG_START_CHECKPOINT, base)
+            self.high_watermark = max(self.high_watermark, base)
 
     def _roll(self, new_base: int) -> None:
         old = self._segments[-1]
