@@ -73,9 +73,11 @@ def test_a_follower_forwards_a_write_to_the_leader() -> None:
                 (forwarded,) = seen
                 assert str(forwarded.url) == f"{LEADER_URL}{V1}/create-topics"
                 assert forwarded.headers[FORWARDED_HEADER] == "2"
-                # The credentials stay with the follower; the principal it authenticated goes
-                # on, signed (tests/unit/api/test_authentication.py checks the signature).
-                assert "authorization" not in forwarded.headers
+                # The principal the follower authenticated goes on, signed, and names the
+                # caller on the leader (tests/unit/api/test_authentication.py checks the
+                # signature); the bearer token goes along only so the leader can ask a broker
+                # as the caller (a chunk cut, api/v3/broker_cut.py).
+                assert forwarded.headers["authorization"] == "Bearer t0ken"
                 assert forwarded.headers[PRINCIPAL_HEADER] == "User%3AANONYMOUS"
                 assert forwarded.headers[PRINCIPAL_HOST_HEADER] == "%2A"
                 assert len(forwarded.headers[SIGNATURE_HEADER]) == 64
