@@ -176,6 +176,11 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
                        log_.log_end_offset)
     if request.replica_id >= 0:
         assert partition.record is not None
+        if partition.overlap_pending:
+            # The leader's log and epoch cache are not final until the overlap is copied: a
+            # divergence check now could make the follower cut offsets it rightly holds.
+            return _error(index, Errors.LEADER_NOT_AVAILABLE,
+                          f"the leader of {topic}-{index} is still copying the previous chunk")
         if request.replica_id not in partition.record.replicas:
             return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
                           f"broker {request.replica_id} is no replica of {topic}-{index}", offsets)
@@ -336,6 +341,8 @@ def offsets_for_leader_epoch(rm: ReplicaManager, request: OffsetForLeaderEpochRe
                 error = Errors.NOT_LEADER_OR_FOLLOWER
             elif partition.is_leader:
                 error = _epoch_error(partition, want.current_leader_epoch)
+                if error is None and partition.overlap_pending:
+                    error = Errors.LEADER_NOT_AVAILABLE  # its epoch cache is not final yet
             if error is not None or partition is None:
                 results.append(OffsetForLeaderPartitionResult(
                     partition=index, error_code=(error or Errors.NOT_LEADER_OR_FOLLOWER).code))

@@ -356,3 +356,34 @@ def test_overlap_copy_resumes_after_a_restart_of_the_new_leader(tmp_path: Path) 
             await cluster.close()
 
     _run(scenario())
+
+
+def test_transactional_cut_to_a_new_leader_with_an_old_follower(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, FIRST)
+            await produce(b0, SECOND, producer_id=7, producer_epoch=0, base_sequence=0,
+                          transactional=True)
+            # Broker 2 leads the new active chunk and copies the overlap; broker 1, a replica
+            # of the old chunk, follows it and keeps the overlap it already holds.
+            assert await b0.roll_chunk(TOPIC, 0, (2, 1), 2) == (0, None)
+            b1, b2 = cluster.managers[1], cluster.managers[2]
+            after = await produce(b2, [b"c0"])  # acks=all: on broker 1 as well
+            assert (after.error_code, after.base_offset) == (0, 20)
+            log1, log2 = b1.logs.get(TOPIC, 0), b2.logs.get(TOPIC, 0)
+            assert log1 is not None and log2 is not None
+            assert (log2.log_start_offset, log2.log_end_offset) == (10, 21)
+            assert (log1.log_start_offset, log1.log_end_offset) == (0, 21)
+            assert log2.end_offset_for_epoch(0) == (0, 20)  # the overlap kept its epoch
+            assert log1.latest_epoch == log2.latest_epoch == 1
+            assert b1.status_counts() == (0, 1, 1)
+            assert b2.status_counts() == (1, 0, 0)
+            committed = await consume(b0, 0, isolation_level=1)
+            assert values_of(committed) == FIRST
+        finally:
+            await cluster.close()
+
+    _run(scenario())
