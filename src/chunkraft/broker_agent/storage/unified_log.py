@@ -197,7 +197,12 @@ class UnifiedLog:
                 # After a cut (or an impossible overlap) later segments cannot be trusted.
                 segment.delete()
                 continue
-            cut = segment.recover(self._recovery_point, self._assign_epoch_from)
+            check_from = self._recovery_point
+            if base == bases[-1]:
+                # The last segment's tail is always CRC-checked (about one index interval): a
+                # clean shutdown does not protect the last batch from a bit flip.
+                check_from = min(check_from, segment.index.last_entry()[0])
+            cut = segment.recover(check_from, self._assign_epoch_from)
             cut_any = cut_any or cut > 0
             truncated = cut > 0
             if segment.size == 0 and self._segments:
@@ -250,29 +255,35 @@ class UnifiedLog:
             if segment.next_offset <= start:
                 continue
             for header, view in segment.iter_headers(start):
-                try:
-                    self._stage(staging, header, view, segment)
-                except CorruptBatchError:
-                    continue  # a CRC-valid control batch without a readable marker: not a marker
+                marker = None
+                if header.is_control and header.producer_id >= 0:
+                    try:
+                        marker = _marker(view)
+                    except CorruptBatchError:
+                        continue  # a CRC-valid control batch without a readable marker
+                self._stage(staging, header, marker, segment)
         staging.commit()
 
     def _stage(
         self,
         staging: ProducerAppend,
         header: BatchHeader,
-        view: memoryview,
+        marker: tuple[bool, int] | None,
         segment: LogSegment | None,
     ) -> AbortedTxn | None:
         """Apply a written or replicated batch to ``staging``; returns an aborted txn entry.
 
-        With ``segment`` the entry is also added to that segment's transaction index.
+        ``marker`` is ``(is_commit, coordinator_epoch)`` for a control batch. With ``segment``
+        the aborted entry is also added to that segment's transaction index.
         """
         if header.producer_id < 0:
             return None
         if not header.is_control:
             staging.append_data(header, header.base_offset, header.last_offset)
             return None
-        commit, coordinator_epoch = _marker(view)
+        if marker is None:
+            return None
+        commit, coordinator_epoch = marker
         txn = staging.append_marker(
             header.producer_id,
             header.producer_epoch,
@@ -472,7 +483,8 @@ class UnifiedLog:
         self._maybe_roll(leo, offset - 1, total, max_ts)
         self._segments[-1].append(buf, described)
         staging.commit()
-        if leader_epoch >= 0:
+        if leader_epoch > self.epoch_cache.latest_epoch:
+            # Only a newer epoch starts an entry; an older one must not truncate the cache.
             self.epoch_cache.assign(leader_epoch, leo)
         self._after_append(records, now)
         return LogAppendInfo(leo, offset - 1, max_ts, -1, records, total)
@@ -514,7 +526,7 @@ class UnifiedLog:
         if txn.is_aborted:
             active.txn_index.append(AbortedTxn(producer_id, txn.first_offset, txn.last_offset))
         staging.commit()
-        if leader_epoch >= 0:
+        if leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, leo)
         self._after_append(1, now)
         return LogAppendInfo(leo, header.last_offset, header.max_timestamp, -1, 1, len(data))
@@ -525,13 +537,15 @@ class UnifiedLog:
         The first batch must start at or above the LEO (else UnexpectedAppendOffsetError);
         starting above it, or a jump between batches, leaves a gap and starts a new segment.
         A partial batch at the end (a fetch response cut at its size limit) is ignored. Every
-        whole batch is CRC-checked (CORRUPT_MESSAGE). The epoch cache, producer state and
-        aborted-transaction index follow the batches without sequence checks.
+        whole batch is CRC-checked (CORRUPT_MESSAGE) before anything is written. The epoch
+        cache, producer state and aborted-transaction index follow the batches without
+        sequence checks.
         """
         view = memoryview(batches)
         total = len(view)
-        staging = self.producers.begin(verify=False)
-        runs: list[tuple[int, int, list[_Batch], list[BatchHeader], list[AbortedTxn]]] = []
+        # Runs of consecutive offsets: (start byte, end byte, batches, headers with markers).
+        runs: list[tuple[int, int, list[_Batch], list[tuple[BatchHeader, tuple[bool, int] | None]]]]
+        runs = []
         expected = self.log_end_offset
         pos = 0
         records = 0
@@ -555,18 +569,18 @@ class UnifiedLog:
                 raise ApiException(
                     Errors.CORRUPT_MESSAGE, f"batch at offset {base} overlaps offset {expected - 1}"
                 )
+            marker = None
+            if header.is_control and header.producer_id >= 0:
+                try:
+                    marker = _marker(batch)
+                except CorruptBatchError as e:
+                    raise ApiException(Errors.CORRUPT_MESSAGE, str(e)) from None
             if not runs or base > expected:
-                runs.append((pos, pos, [], [], []))
-            start, _end, described, headers, aborted = runs[-1]
-            try:
-                txn = self._stage(staging, header, batch, None)
-            except CorruptBatchError as e:
-                raise ApiException(Errors.CORRUPT_MESSAGE, str(e)) from None
-            if txn is not None:
-                aborted.append(txn)
+                runs.append((pos, pos, [], []))
+            start, _end, described, headers = runs[-1]
             described.append((base, header.last_offset, header.max_timestamp, size))
-            headers.append(header)
-            runs[-1] = (start, pos + size, described, headers, aborted)
+            headers.append((header, marker))
+            runs[-1] = (start, pos + size, described, headers)
             if first_offset < 0:
                 first_offset = base
             records += header.record_count
@@ -577,19 +591,24 @@ class UnifiedLog:
             leo = self.log_end_offset
             return LogAppendInfo(leo, leo - 1, NO_TIMESTAMP, -1, 0, 0)
         written = 0
-        for start, end, described, headers, aborted in runs:
+        for start, end, described, headers in runs:
             run_max_ts = max(d[2] for d in described)
+            # Roll before staging: a roll snapshots the producer state, which must then hold
+            # every earlier run and nothing of this one.
             self._maybe_roll(described[0][0], described[-1][1], end - start, run_max_ts)
             active = self._segments[-1]
+            staging = self.producers.begin(verify=False)
+            aborted = [self._stage(staging, h, m, None) for h, m in headers]
             active.append(view[start:end], described)
             for entry in aborted:
-                active.txn_index.append(entry)
-            for header in headers:
+                if entry is not None:
+                    active.txn_index.append(entry)
+            staging.commit()
+            for header, _marker_info in headers:
                 epoch = header.partition_leader_epoch
                 if epoch >= 0 and epoch > self.epoch_cache.latest_epoch:
                     self.epoch_cache.assign(epoch, header.base_offset)
             written += end - start
-        staging.commit()
         self._after_append(records, self._clock())
         return LogAppendInfo(first_offset, expected - 1, max_ts, -1, records, written)
 

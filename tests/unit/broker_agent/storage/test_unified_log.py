@@ -376,3 +376,35 @@ def test_delete_removes_directory(tmp_path: Path) -> None:
     fill(log, 2)
     log.delete()
     assert not (tmp_path / "t-0").exists()
+
+
+def test_bit_flip_in_last_batch_cut_even_after_clean_close(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fill(log, 30)
+    leo = log.log_end_offset
+    log.close()
+    seg = tmp_path / "t-0" / f"{log.segments[-1].base_offset:020d}.log"
+    data = bytearray(seg.read_bytes())
+    data[-30] ^= 0x01
+    seg.write_bytes(bytes(data))
+    assert open_log(tmp_path).log_end_offset == leo - 3
+
+
+def test_follower_request_with_gap_snapshots_earlier_runs(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    first = batch(3, base_offset=0, producer_id=7, producer_epoch=0, base_sequence=0)
+    log.append_as_follower(first + batch(2, base_offset=50))
+    assert [s.base_offset for s in log.segments] == [0, 50]
+    log.close_files()  # crash: the roll's snapshot at 50 is all that is left
+    again = open_log(tmp_path)
+    with pytest.raises(DuplicateSequenceError):
+        again.append_as_leader(
+            batch(3, producer_id=7, producer_epoch=0, base_sequence=0), leader_epoch=0
+        )
+
+
+def test_older_leader_epoch_does_not_rewrite_the_cache(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(2), 5)
+    log.append_as_leader(batch(2), 3)
+    assert log.epoch_cache.entries == ((5, 0),)
