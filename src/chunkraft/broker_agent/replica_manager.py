@@ -21,8 +21,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
 from chunkraft.broker_agent.chunk_copier import (
@@ -159,22 +159,17 @@ class ReplicaManager:
         """
         changes = delta.topics_delta.local_changes(self.node_id)
         self.image = image
-        self._maybe_reconcile()
-        for tp, name in changes.deletes.items():
-            self._delete_partition(name, tp)
-        for tp, local in changes.leaders.items():
-            self._become_leader(tp, local)
-        for tp, local in changes.followers.items():
-            self._become_follower(tp, local)
-        for key, chunk in changes.chunk_stops.items():
-            self._stop_chunk(key, chunk)
-        for key, create in changes.chunk_creates.items():
-            self._create_chunk(key, create)
-        for key, delete in changes.chunk_deletes.items():
-            self._delete_chunk(key, delete)
-        # Chunks whose ISR changed (a move completing) may now be served or need a report.
-        for partition in self.partitions.values():
-            partition.signal.notify()
+        try:
+            self._maybe_reconcile()
+        except Exception:
+            log.exception("reconciling the logs with the image failed")
+        # One failing partition (a disk error) must not keep the others from their changes.
+        _each("delete", changes.deletes.items(), lambda tp, name: self._delete_partition(name, tp))
+        _each("lead", changes.leaders.items(), self._become_leader)
+        _each("follow", changes.followers.items(), self._become_follower)
+        _each("stop chunk", changes.chunk_stops.items(), self._stop_chunk)
+        _each("create chunk", changes.chunk_creates.items(), self._create_chunk)
+        _each("delete chunk", changes.chunk_deletes.items(), self._delete_chunk)
 
     def _maybe_reconcile(self) -> None:
         if not self._reconciled and self.caught_up is not None and self.caught_up():
@@ -755,6 +750,18 @@ class ReplicaManager:
                 action()
             except Exception:
                 log.exception("%s failed", name)
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _each(what: str, items: Iterable[tuple[K, V]], action: Callable[[K, V], None]) -> None:
+    for key, value in items:
+        try:
+            action(key, value)
+        except Exception:
+            log.exception("%s %s failed", what, key)
 
 
 async def _logged(work: Any, name: str) -> None:
