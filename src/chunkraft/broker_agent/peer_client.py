@@ -53,7 +53,8 @@ class HttpPeerClient:
     """:class:`PeerClientLike` over HTTP; peer URLs come from the current image's registrations.
 
     One ``httpx.AsyncClient`` (connection pool) for all peers; ``close()`` releases it. The
-    timeout must exceed the longest long poll (``replica.fetch.wait.max.ms``).
+    timeout must exceed the longest long poll (``replica.fetch.wait.max.ms``). ``transport``
+    replaces the network (tests).
     """
 
     def __init__(
@@ -63,11 +64,13 @@ class HttpPeerClient:
         *,
         verify: ssl.SSLContext | bool = True,
         timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._image = image
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.AsyncClient(
-            headers=headers, verify=verify, timeout=httpx.Timeout(timeout_s, connect=2.0)
+            headers=headers, verify=verify, timeout=httpx.Timeout(timeout_s, connect=2.0),
+            transport=transport,
         )
 
     def _url(self, broker_id: int) -> str:
