@@ -1,0 +1,35 @@
+"""``GET /broker/v1/local-replicas``: what this broker holds on disk, partition by partition.
+
+The answer is :func:`chunkraft.broker_agent.local_replicas.local_replicas` against the broker's
+own image, with the image's offset; it needs DESCRIBE on the cluster, like the status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from chunkraft.api.authentication import principal_of
+from chunkraft.broker_agent.local_replicas import local_replicas
+from chunkraft.broker_agent.server.access import cluster_refusal
+from chunkraft.protocol.acls import AclOperation
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/broker/v1", tags=["broker state"])
+
+
+@router.get("/local-replicas", summary="The partitions and chunks this broker holds on disk "
+            "(DESCRIBE on the cluster)")
+async def local_replicas_view(request: Request) -> Response:
+    runtime: Any = request.app.state.runtime
+    image = runtime.follower.image
+    refusal = cluster_refusal(runtime.authorizer, image, principal_of(request),
+                              AclOperation.DESCRIBE)
+    if refusal is not None:
+        return refusal
+    logs = runtime.replica_manager.logs.logs()
+    return JSONResponse({"node_id": runtime.node_id, "metadata_offset": image.offset,
+                         "partitions": local_replicas(logs, image)})
