@@ -26,9 +26,8 @@ from pydantic import BaseModel
 from chunkraft.api.authentication import AuthenticationMiddleware, principal_of
 from chunkraft.api.errors import ErrorBody, install_error_handlers
 from chunkraft.api.metrics import METRICS_CONTENT_TYPE, RequestMetricsMiddleware, RequestStats
-from chunkraft.broker_agent.server import routes
+from chunkraft.broker_agent.server import local_replicas_route, routes
 from chunkraft.broker_agent.server.access import cluster_refusal
-from chunkraft.broker_agent.server import local_replicas_route
 from chunkraft.broker_agent.server.http import json_answer
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
 from chunkraft.protocol.acls import AclOperation
