@@ -101,7 +101,7 @@ class HttpCluster(Cluster):
         self.controller.brokers[broker_id] = manager
         runtime = _Runtime(broker_id, _Follower(self), _Lifecycle(BROKER_EPOCH_BASE + broker_id),
                            manager)
-        self.apps[PORT_BASE + broker_id] = create_broker_app(runtime)  # type: ignore[arg-type]
+        self.apps[PORT_BASE + broker_id] = create_broker_app(runtime)
         await manager.start()
         delta = MetadataDelta(MetadataImage.EMPTY)
         delta.replay_all(self.controller.image.to_records())
