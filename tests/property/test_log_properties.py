@@ -13,14 +13,17 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from chunkraft.broker_agent.storage import LogConfig, UnifiedLog
+from chunkraft.broker_agent.storage import DuplicateSequenceError, LogConfig, UnifiedLog
 from chunkraft.dataplane.record_batch import build_batch, decode_records, iter_batches
+from chunkraft.error_codes import ApiException, Errors
 
 TOPIC = uuid.UUID("3b8f2f3c-1d0c-4a7e-9c55-6a2f1f0d9e11")
+TXN_PID = 3
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=200)
 
 
@@ -32,10 +35,14 @@ def records_of(data: bytes) -> list[tuple[int, bytes | None]]:
 class Batch:
     base: int
     values: list[bytes] = field(default_factory=list)
+    producer_id: int = -1
+    sequence: int = -1
+    transactional: bool = False
+    marker: bool | None = None  # True: COMMIT, False: ABORT (a control batch, no values)
 
     @property
     def next(self) -> int:
-        return self.base + len(self.values)
+        return self.base + max(len(self.values), 1)
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -97,11 +104,120 @@ class LogMachine(RuleBasedStateMachine):
             self.log.close()
         self.log = UnifiedLog.open(self.path, TOPIC, CONFIG, now_ms=lambda: 0)
 
+    # ---------------------------------------------------------------- producers and transactions
+
+    def _data_batches(self, pid: int) -> list[Batch]:
+        return [b for b in self.batches if b.producer_id == pid and b.marker is None]
+
+    def _next_sequence(self, pid: int) -> int:
+        mine = self._data_batches(pid)
+        return mine[-1].sequence + len(mine[-1].values) if mine else 0
+
+    def _open_txn(self) -> int | None:
+        first: int | None = None
+        for b in self.batches:
+            if b.producer_id != TXN_PID:
+                continue
+            if b.marker is not None:
+                first = None
+            elif b.transactional and first is None:
+                first = b.base
+        return first
+
+    def _aborted(self) -> list[tuple[int, int]]:
+        out = []
+        first: int | None = None
+        for b in self.batches:
+            if b.producer_id != TXN_PID:
+                continue
+            if b.marker is not None:
+                if b.marker is False:
+                    out.append((TXN_PID, first if first is not None else b.base))
+                first = None
+            elif b.transactional and first is None:
+                first = b.base
+        return out
+
+    def _produce(self, pid: int, n: int, transactional: bool) -> None:
+        values = self._values(n, 10)
+        seq = self._next_sequence(pid)
+        data = build_batch(
+            [(None, v, 1000) for v in values],
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            transactional=transactional,
+        )
+        info = self.log.append_as_leader(data, max(self.log.latest_epoch, 0))
+        assert info.first_offset == self.leo
+        self.batches.append(Batch(self.leo, values, pid, seq, transactional))
+        self.leo += n
+
+    @rule(pid=st.sampled_from([1, 2]), n=st.integers(1, 4))
+    def idempotent_append(self, pid: int, n: int) -> None:
+        self._produce(pid, n, False)
+
+    @precondition(lambda self: self._open_txn() is None)
+    @rule(n=st.integers(1, 4))
+    def transactional_append_non_txn_ok(self, n: int) -> None:
+        self._produce(TXN_PID, n, False)
+
+    @rule(n=st.integers(1, 4))
+    def transactional_append(self, n: int) -> None:
+        self._produce(TXN_PID, n, True)
+
+    @precondition(lambda self: self._open_txn() is not None)
+    @rule(commit=st.booleans())
+    def end_transaction(self, commit: bool) -> None:
+        info = self.log.append_control(commit, TXN_PID, 0, 0, max(self.log.latest_epoch, 0), 5)
+        assert info.first_offset == self.leo
+        self.batches.append(Batch(self.leo, [], TXN_PID, marker=commit))
+        self.leo += 1
+
+    @precondition(lambda self: bool(self._data_batches(1)))
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        mine = self._data_batches(1)
+        back = data.draw(st.integers(1, min(len(mine), 7)))
+        old = mine[-back]
+        again = build_batch(
+            [(None, v, 1000) for v in old.values],
+            producer_id=1,
+            producer_epoch=0,
+            base_sequence=old.sequence,
+        )
+        if back <= 5:
+            with pytest.raises(DuplicateSequenceError) as dup:
+                self.log.append_as_leader(again, 0)
+            assert (dup.value.first_offset, dup.value.last_offset) == (old.base, old.next - 1)
+        else:
+            with pytest.raises(ApiException) as e:
+                self.log.append_as_leader(again, 0)
+            assert e.value.error is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert self.log.log_end_offset == self.leo
+
+    @invariant()
+    def producer_state_as_model(self) -> None:
+        log = self.log
+        for pid in (1, 2, TXN_PID):
+            entry = log.producer_state(pid)
+            mine = self._data_batches(pid)
+            if mine:
+                assert entry is not None
+                assert entry.last_sequence == self._next_sequence(pid) - 1
+        log.update_high_watermark(log.log_end_offset)
+        assert log.first_unstable_offset() == self._open_txn()
+        got = log.aborted_transactions(log.log_start_offset, log.log_end_offset)
+        assert [tuple(t) for t in got] == self._aborted()
+
     @invariant()
     def same_as_model(self) -> None:
         log = self.log
         assert log.log_end_offset == self.leo
         expected = [(b.base + i, v) for b in self.batches for i, v in enumerate(b.values)]
+        # A marker's value: version int16 0, coordinator epoch int32 0.
+        expected += [(b.base, bytes(6)) for b in self.batches if b.marker is not None]
+        expected.sort(key=lambda r: r[0])
         start = log.log_start_offset
         got = records_of(log.read(start, 10**9, 10**9).records)
         assert got == expected
@@ -109,7 +225,7 @@ class LogMachine(RuleBasedStateMachine):
             assert start <= self.batches[0].base
         assert [s.base_offset for s in log.segments] == sorted(s.base_offset for s in log.segments)
         for b in self.batches[-3:]:
-            mid = b.base + len(b.values) // 2
+            mid = b.base + len(b.values) // 2 if b.values else b.base
             first = log.read(mid, 1, 10**9).first_offset
             assert first == b.base
 
