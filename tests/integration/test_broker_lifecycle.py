@@ -141,4 +141,4 @@ def test_a_killed_broker_is_fenced_and_recovers_when_restarted(brokers: LocalClu
     assert status is not None and not status["fenced"]
     assert status["broker_epoch"] > before["broker_epoch"]
     # Its image is the controllers' again, at the same offset.
-    wait_same_image(brokers)
+    wait_same_image(brokers, timeout=60)

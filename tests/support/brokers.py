@@ -45,14 +45,20 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0,
     raise AssertionError(f"not within {timeout} s: {what}")
 
 
-def broker_stats(cluster: LocalCluster, broker_id: int) -> dict[str, Any] | None:
-    """The broker's ``/broker/v1/metadata-stats``, None if it does not answer."""
-    try:
-        answer = httpx.get(f"{cluster.broker_url(broker_id)}/broker/v1/metadata-stats",
-                           headers=cluster.headers, timeout=2.0, verify=cluster.verify)
-        return dict(answer.json()) if answer.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
+def broker_stats(cluster: LocalCluster, broker_id: int, *, timeout: float = 10.0,
+                 attempts: int = 3) -> dict[str, Any] | None:
+    """The broker's ``/broker/v1/metadata-stats``, None if it does not answer in ``attempts``
+    tries (a broker busy with many partitions on a loaded machine may answer slowly)."""
+    for _ in range(attempts):
+        try:
+            answer = httpx.get(f"{cluster.broker_url(broker_id)}/broker/v1/metadata-stats",
+                               headers=cluster.headers, timeout=timeout, verify=cluster.verify)
+            if answer.status_code == 200:
+                return dict(answer.json())
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.1)
+    return None
 
 
 def controller_view(cluster: LocalCluster, node_ids: list[int] | None = None
@@ -83,32 +89,44 @@ def wait_brokers_at(cluster: LocalCluster, broker_ids: list[int], offset: int,
 
 
 def wait_same_image(cluster: LocalCluster, broker_ids: list[int] | None = None,
-                    timeout: float = 30.0) -> tuple[int, str]:
-    """Waits until every running controller and every broker of ``broker_ids`` (default: all)
-    hold the same image at the same offset; that offset and hash."""
-    targets = list(cluster.broker_nodes) if broker_ids is None else broker_ids
-    seen: dict[str, Any] = {}
+                    timeout: float = 30.0, min_offset: int = -1) -> dict[int, tuple[int, str]]:
+    """Samples every running controller's and each broker's (offset, image hash) until each
+    broker has been seen at an offset >= ``min_offset`` that a controller was also seen at,
+    with the same hash; returns broker -> that (offset, hash).
 
-    def same() -> bool:
-        seen.clear()
+    Brokers keep writing metadata (ISR changes, chunk replica states), so the images may never
+    stand still at one offset everywhere at once: offsets are matched across samples instead.
+    AssertionError if a broker and a controller ever disagree at the same offset."""
+    targets = list(cluster.broker_nodes) if broker_ids is None else broker_ids
+    controllers: dict[int, str] = {}
+    brokers: dict[int, dict[int, str]] = {b: {} for b in targets}
+    matched: dict[int, tuple[int, str]] = {}
+
+    def sample() -> bool:
         for node in cluster.nodes.values():
             if node.running:
                 status = cluster.status(node.node_id)
-                seen[f"controller-{node.node_id}"] = None if status is None else (
-                    status["metadata_offset"], status["image_hash"])
+                if status is not None:
+                    controllers[int(status["metadata_offset"])] = str(status["image_hash"])
         for broker_id in targets:
-            status = cluster.broker_status(broker_id, with_hash=True)
-            seen[f"broker-{broker_id}"] = None if status is None else (
-                status["metadata_offset"], status["image_hash"])
-        values = set(seen.values())
-        return None not in values and len(values) == 1
+            status = cluster.broker_status(broker_id, with_hash=True, timeout=10.0)
+            if status is not None:
+                brokers[broker_id][int(status["metadata_offset"])] = str(status["image_hash"])
+        for broker_id, seen in brokers.items():
+            for offset, image_hash in seen.items():
+                other = controllers.get(offset)
+                if other is None:
+                    continue
+                assert other == image_hash, (
+                    f"broker {broker_id} at offset {offset} has image {image_hash}, a "
+                    f"controller {other}")
+                if offset >= min_offset:
+                    matched[broker_id] = (offset, image_hash)
+        return len(matched) == len(targets)
 
-    try:
-        wait_until(same, "one image on every controller and broker", timeout, 0.1)
-    except AssertionError as error:
-        raise AssertionError(f"{error}: {seen}") from None
-    offset, image_hash = next(iter(seen.values()))
-    return int(offset), str(image_hash)
+    wait_until(sample, f"brokers {targets} seen with a controller's image at the same offset "
+               f"(>= {min_offset}); matched so far: {matched}", timeout, 0.02)
+    return matched
 
 
 def stop_everything(cluster: LocalCluster) -> None:

@@ -65,7 +65,7 @@ class BrokerConfig:
     min_insync_replicas: int = 1
     chunk_copy_throttle_bytes_per_second: int = -1
     log_segment_bytes: int = 1 << 30
-    log_segment_ms: int = _WEEK_MS
+    log_roll_ms: int = _WEEK_MS
     log_retention_ms: int = _WEEK_MS
     log_retention_bytes: int = -1
     log_retention_check_interval_ms: int = 300_000

@@ -145,8 +145,9 @@ class MetadataFollower:
 
     @property
     def caught_up(self) -> bool:
-        """Whether the image holds everything the controller last said was committed."""
-        return self.high_watermark >= 0 and self.applied_offset >= self.high_watermark - 1
+        """Whether the image (being applied, or applied) holds everything the controller last
+        said was committed."""
+        return self.high_watermark >= 0 and self.offset >= self.high_watermark - 1
 
     def add_listener(self, listener: MetadataListener) -> None:
         self.listeners.append(listener)

@@ -99,7 +99,7 @@ def _log_manager(config: BrokerConfig) -> Any:
         logger.warning("no log store in this build: the broker keeps no data")
         return None
     settings = {
-        "segment_bytes": config.log_segment_bytes, "segment_ms": config.log_segment_ms,
+        "segment_bytes": config.log_segment_bytes, "segment_ms": config.log_roll_ms,
         "retention_ms": config.log_retention_ms, "retention_bytes": config.log_retention_bytes,
         "flush_interval_messages": config.log_flush_interval_messages,
         "flush_interval_ms": config.log_flush_interval_ms,
@@ -160,7 +160,8 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
     if manager_type is not None and peer_type is not None and logs is not None:
         peers = peer_type(lambda: follower.image, token, verify=verify)
         replica_manager = manager_type(config.node_id, logs, _replication_config(config),
-                                       channel, peers, broker_epoch)
+                                       channel, peers, broker_epoch,
+                                       caught_up=lambda: follower.caught_up)
     else:
         logger.warning("no ReplicaManager in this build: the broker hosts no replicas")
     follower.add_listener(replica_manager)

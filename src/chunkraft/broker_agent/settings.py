@@ -189,7 +189,7 @@ SETTINGS: tuple[BrokerSetting, ...] = (
     BrokerSetting("chunk.copy.throttle.bytes.per.second", _integer, "Byte rate of chunk copies "
                   "(moves and creates) on this broker; -1: unlimited.", minimum=-1),
     BrokerSetting("log.segment.bytes", _integer, "A segment rolls at this size.", minimum=1024),
-    BrokerSetting("log.segment.ms", _integer, "A segment rolls at this age.", minimum=1),
+    BrokerSetting("log.roll.ms", _integer, "A segment rolls at this age.", minimum=1),
     BrokerSetting("log.retention.ms", _integer, "Segments older than this are deleted; -1: "
                   "kept forever.", minimum=-1),
     BrokerSetting("log.retention.bytes", _integer, "A log beyond this size loses its oldest "
