@@ -14,8 +14,10 @@ from chunkraft.broker_agent.storage.config import (
     SegmentInfo,
 )
 from chunkraft.broker_agent.storage.errors import (
+    DuplicateSequence,
     DuplicateSequenceError,
     InconsistentTopicIdError,
+    OffsetOutOfRange,
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
@@ -27,12 +29,14 @@ from chunkraft.broker_agent.storage.unified_log import UnifiedLog
 __all__ = [
     "AbortedTransaction",
     "BatchMetadata",
+    "DuplicateSequence",
     "DuplicateSequenceError",
     "EpochEntry",
     "InconsistentTopicIdError",
     "LogAppendInfo",
     "LogConfig",
     "LogManager",
+    "OffsetOutOfRange",
     "OffsetOutOfRangeError",
     "ProducerEntry",
     "ReadResult",

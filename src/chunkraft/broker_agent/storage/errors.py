@@ -19,8 +19,10 @@ from __future__ import annotations
 from chunkraft.error_codes import ApiException, Errors
 
 __all__ = [
+    "DuplicateSequence",
     "DuplicateSequenceError",
     "InconsistentTopicIdError",
+    "OffsetOutOfRange",
     "OffsetOutOfRangeError",
     "UnexpectedAppendOffsetError",
 ]
@@ -71,3 +73,8 @@ class InconsistentTopicIdError(ApiException):
 
 class UnexpectedAppendOffsetError(ValueError):
     """A replicated append whose first batch starts below the log end offset."""
+
+
+# The names the team spec uses.
+DuplicateSequence = DuplicateSequenceError
+OffsetOutOfRange = OffsetOutOfRangeError

@@ -101,7 +101,7 @@ class LogSegment:
         self._reset_stats_from_indexes()
         self.next_offset = start_offset
         self._bytes_since_index = 0
-        expected = self.base_offset if pos == 0 else None
+        expected = start_offset
         end = pos
         for position, view in self._iter_batches(pos, self.size):
             header = parse_header(view)
@@ -111,11 +111,9 @@ class LogSegment:
                     validate_batch(view)
                 except CorruptBatchError:
                     break
-                if (
-                    (expected is not None and header.base_offset < expected)
-                    or header.base_offset < self.base_offset
-                    or last - self.base_offset > MAX_RELATIVE_OFFSET
-                ):
+                # The base offset is outside the CRC: a segment's batches are consecutive (the
+                # log rolls at every gap), so any other base offset is damage.
+                if header.base_offset != expected or last - self.base_offset > MAX_RELATIVE_OFFSET:
                     break
                 if on_batch is not None:
                     on_batch(header, view)

@@ -408,3 +408,15 @@ def test_older_leader_epoch_does_not_rewrite_the_cache(tmp_path: Path) -> None:
     log.append_as_leader(batch(2), 5)
     log.append_as_leader(batch(2), 3)
     assert log.epoch_cache.entries == ((5, 0),)
+
+
+def test_damaged_base_offset_outside_the_crc_is_cut(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fill(log, 4)
+    log.close_files()
+    seg = tmp_path / "t-0" / f"{0:020d}.log"
+    data = bytearray(seg.read_bytes())
+    size = len(batch(3))
+    data[3 * size + 7] ^= 0x40  # base offset of the last batch: 9 -> 73
+    seg.write_bytes(bytes(data))
+    assert open_log(tmp_path).log_end_offset == 9
