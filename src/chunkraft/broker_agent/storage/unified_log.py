@@ -20,6 +20,7 @@ Not thread-safe: the broker calls a log from its one event loop only.
 from __future__ import annotations
 
 import bisect
+import logging
 import shutil
 import struct
 import uuid
@@ -74,6 +75,8 @@ from chunkraft.dataplane.record_batch import (
 from chunkraft.error_codes import ApiException, Errors
 
 __all__ = ["UnifiedLog"]
+
+_logger = logging.getLogger(__name__)
 
 PARTITION_METADATA = "partition.metadata"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -205,6 +208,11 @@ class UnifiedLog:
             cut = segment.recover(check_from, self._assign_epoch_from)
             cut_any = cut_any or cut > 0
             truncated = cut > 0
+            if truncated:
+                # An operator should see what recovery removed, and from where.
+                _logger.warning("recovery of %s: cut %d bytes of a torn or corrupt tail from "
+                                "segment %d; the log now ends at offset %d", directory.name,
+                                cut, base, segment.next_offset)
             if segment.size == 0 and self._segments:
                 segment.delete()  # an empty segment after another one holds nothing
                 continue
