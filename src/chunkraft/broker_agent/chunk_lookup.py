@@ -19,8 +19,10 @@ __all__ = [
     "ChunkLocation",
     "active_start",
     "chunk_for_copy",
+    "chunk_log_topic",
     "hosted_ranges",
     "locate_for_consumer",
+    "parse_chunk_log_topic",
     "subtract_ranges",
 ]
 
@@ -116,3 +118,20 @@ def subtract_ranges(whole: OffsetRange, keep: Iterable[OffsetRange]) -> list[Off
                 next_pieces.append((k_last + 1, last))
         pieces = next_pieces
     return pieces
+
+
+CHUNK_LOG_SEPARATOR = "@"
+"""Never in a topic name (Kafka's legal characters are ``[a-zA-Z0-9._-]``)."""
+
+
+def chunk_log_topic(topic: str, start_offset: int) -> str:
+    """The log-store name of an inactive chunk kept in its own log: ``<topic>@<start>``."""
+    return f"{topic}{CHUNK_LOG_SEPARATOR}{start_offset}"
+
+
+def parse_chunk_log_topic(name: str) -> tuple[str, int] | None:
+    """``(topic, chunk start)`` of a chunk log's name, None for a partition's own log."""
+    topic, sep, start = name.rpartition(CHUNK_LOG_SEPARATOR)
+    if not sep or not topic or not start.isdigit():
+        return None
+    return topic, int(start)

@@ -153,16 +153,17 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
         if partition is None or rm.node_id not in chunk.isr:
             return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
                           f"broker {rm.node_id} holds no full copy of that chunk")
-        return _chunk_answer(partition.log, index, offset, chunk.start_offset, chunk.end_offset,
-                             chunk.stop_offset, want, budget, request.isolation_level)
+        return _chunk_answer(partition.log_for(chunk.start_offset), index, offset,
+                             chunk.start_offset, chunk.end_offset, chunk.stop_offset, want,
+                             budget, request.isolation_level)
     if partition is None or not partition.is_leader:
         if request.replica_id < 0 and partition is not None:
             located = locate_for_consumer(offset, record, image_topic.chunks_of(index))
             chunk = located.chunk
             if chunk is not None and rm.node_id in chunk.isr:
-                return _chunk_answer(partition.log, index, offset, chunk.start_offset,
-                                     chunk.stop_offset, chunk.stop_offset, want, budget,
-                                     request.isolation_level)
+                return _chunk_answer(partition.log_for(chunk.start_offset), index, offset,
+                                     chunk.start_offset, chunk.stop_offset, chunk.stop_offset,
+                                     want, budget, request.isolation_level)
             if not located.found:
                 return _error(index, Errors.OFFSET_OUT_OF_RANGE,
                               f"no chunk of {topic}-{index} serves offset {offset}")
@@ -205,8 +206,9 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
         chunk = located.chunk
         if rm.node_id not in chunk.isr:
             return _error(index, Errors.NOT_LEADER_OR_FOLLOWER)
-        return _chunk_answer(log_, index, offset, chunk.start_offset, chunk.stop_offset,
-                             chunk.stop_offset, want, budget, request.isolation_level)
+        return _chunk_answer(partition.log_for(chunk.start_offset), index, offset,
+                             chunk.start_offset, chunk.stop_offset, chunk.stop_offset, want,
+                             budget, request.isolation_level)
     if not located.found or offset > log_.log_end_offset or offset < log_.log_start_offset:
         return _error(index, Errors.OFFSET_OUT_OF_RANGE, None, offsets)
     committed = request.isolation_level == 1

@@ -66,7 +66,10 @@ class Partition:
     is no replica of the active chunk); for a leader, an AlterPartition answer updates its ISR and
     partition epoch before the image does. ``tracker`` exists only while leading.
     ``appends_paused`` is set during a chunk roll; ``overlap_pending`` while the leader of a new
-    active chunk still copies the overlap with the previous chunk. Not thread-safe.
+    active chunk still copies the overlap with the previous chunk. ``chunk_logs`` are inactive
+    chunks kept in their own log (``<topic>@<start>-<partition>``) because the partition's log
+    was already past their offsets when they were added (the log store appends only at its
+    end). Not thread-safe.
     """
 
     def __init__(self, topic: str, topic_id: uuid.UUID, index: int, log: UnifiedLog) -> None:
@@ -86,7 +89,16 @@ class Partition:
         self.fetcher_epoch = -1
         self.fetcher_leader = -1
         self.copies: dict[int, asyncio.Task[None]] = {}  # by chunk start offset
+        self.chunk_logs: dict[int, UnifiedLog] = {}  # chunks kept beside the log, by start
         self.closed = False
+
+    def log_for(self, chunk_start: int) -> UnifiedLog:
+        """The log holding the inactive chunk starting at ``chunk_start``: its own chunk log
+        if it has one, else the partition's log."""
+        return self.chunk_logs.get(chunk_start, self.log)
+
+    def all_logs(self) -> list[UnifiedLog]:
+        return [self.log, *self.chunk_logs.values()]
 
     @property
     def label(self) -> str:

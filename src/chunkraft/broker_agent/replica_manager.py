@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,7 +36,9 @@ from chunkraft.broker_agent.chunk_lookup import (
     TO_THE_END,
     active_start,
     chunk_for_copy,
+    chunk_log_topic,
     hosted_ranges,
+    parse_chunk_log_topic,
     subtract_ranges,
 )
 from chunkraft.broker_agent.isr import IsrTracker
@@ -184,6 +187,15 @@ class ReplicaManager:
         straddle a kept range stay, so nothing that must be kept is ever deleted.
         """
         for (topic_name, index), log_ in list(self.logs.logs().items()):
+            chunk_log = parse_chunk_log_topic(topic_name)
+            if chunk_log is not None:
+                owner = image.topics.get_by_name(chunk_log[0])
+                chunk = owner.chunk(index, chunk_log[1]) if owner is not None else None
+                if owner is None or owner.topic_id != log_.topic_id or chunk is None \
+                        or self.node_id not in chunk.replicas:
+                    log.info("reconcile: deleting chunk log %s-%d", topic_name, index)
+                    self.logs.delete(topic_name, index)
+                continue
             topic = image.topics.get_by_name(topic_name)
             record = topic.partition(index) if topic is not None else None
             chunks = topic.chunks_of(index) if topic is not None else ()
@@ -208,6 +220,14 @@ class ReplicaManager:
         partition = self.partitions.pop((topic, index), None)
         if partition is not None:
             partition.close()
+
+    def _delete_chunk_logs(self, topic: str, index: int, topic_id: uuid.UUID) -> None:
+        """Deletes the partition's chunk logs (on disk too, after a restart)."""
+        for (name, log_index), log_ in list(self.logs.logs().items()):
+            parsed = parse_chunk_log_topic(name)
+            if log_index == index and parsed is not None and parsed[0] == topic \
+                    and log_.topic_id == topic_id:
+                self.logs.delete(name, index)
 
     def _partition(self, topic: str, tp: TopicIdPartition) -> Partition:
         """This broker's Partition for ``tp``, with its log (created or reopened)."""
@@ -237,6 +257,7 @@ class ReplicaManager:
         if log_ is not None and log_.topic_id != tp.topic_id:
             return
         self._drop_partition_state(topic, tp.partition_id)
+        self._delete_chunk_logs(topic, tp.partition_id, tp.topic_id)
         if log_ is not None:
             self.logs.delete(topic, tp.partition_id)
 
@@ -392,12 +413,53 @@ class ReplicaManager:
         if chunk is not None:
             self._ensure_inactive_chunk(partition, chunk)
 
+    def _chunk_log(self, partition: Partition, chunk: ChunkRecord) -> UnifiedLog:
+        """Where this broker keeps ``chunk``: the partition's log when it holds the chunk or can
+        append it at its end, else a log of its own (the log store appends only at the end, so
+        a chunk below offsets the log already has, or below the active chunk this broker
+        replicates, cannot go into the partition's log)."""
+        start = chunk.start_offset
+        known = partition.chunk_logs.get(start)
+        if known is not None:
+            return known
+        name = chunk_log_topic(partition.topic, start)
+        existing = self.logs.get(name, partition.index)
+        if existing is not None and existing.topic_id == partition.topic_id:
+            partition.chunk_logs[start] = existing
+            return existing
+        main = partition.log
+        missing = first_missing_offset(main, start, chunk.end_offset)
+        if missing > chunk.end_offset:
+            return main
+        record, _ = self._image_partition(partition)
+        active_here = record is not None and self.node_id in record.replicas
+        empty = main.log_end_offset == main.log_start_offset
+        if not active_here and (empty or main.log_end_offset <= missing):
+            return main
+        side = self.logs.get_or_create(name, partition.index, partition.topic_id)
+        partition.chunk_logs[start] = side
+        return side
+
+    def _settle_chunk(self, partition: Partition, log_: UnifiedLog, chunk: ChunkRecord) -> None:
+        """A complete chunk copy is committed data: its HW covers it, and when the chunk is the
+        end of a log that takes no appends its segment is closed, so retention can remove it."""
+        end = chunk.end_offset + 1
+        if log_.high_watermark < end <= log_.log_end_offset:
+            log_.update_high_watermark(end)
+        record, _ = self._image_partition(partition)
+        takes_appends = log_ is partition.log and record is not None \
+            and self.node_id in record.replicas
+        if not takes_appends and log_.log_end_offset == end:
+            log_.roll()
+
     def _ensure_inactive_chunk(self, partition: Partition, chunk: ChunkRecord) -> None:
-        """Copies what the log lacks of the chunk; reports IN_SYNC once it holds all of it."""
+        """Copies what this broker lacks of the chunk; reports IN_SYNC once it holds all of it."""
         if self.node_id not in chunk.replicas:
             return
-        missing = first_missing_offset(partition.log, chunk.start_offset, chunk.end_offset)
+        log_ = self._chunk_log(partition, chunk)
+        missing = first_missing_offset(log_, chunk.start_offset, chunk.end_offset)
         if missing > chunk.end_offset:
+            self._settle_chunk(partition, log_, chunk)
             if self.node_id not in chunk.isr:
                 self._report(partition.topic, partition.index, chunk.start_offset,
                              ChunkReplicaState.IN_SYNC)
@@ -407,23 +469,31 @@ class ReplicaManager:
             return
         sources = tuple(b for b in chunk.isr if b != self.node_id)
         start = chunk.start_offset
+        current = self._log_of(partition)
+
+        def target() -> UnifiedLog | None:
+            if current() is None or partition.log_for(start) is not log_:
+                return None
+            return log_
 
         def chunk_start(_: int) -> int:
             return start
 
         job = self._copy_job(partition, chunk.start_offset, chunk.end_offset, sources,
-                             chunk_start)
+                             chunk_start, target)
 
         async def copy_then_report() -> None:
             await run_copy(job, self.peers, self.throttle, partition.signal.notify)
-            if self._log_of(partition)() is not None:
+            if target() is not None:
+                self._settle_chunk(partition, log_, chunk)
                 self._report(partition.topic, partition.index, start, ChunkReplicaState.IN_SYNC)
 
         partition.copies[start] = asyncio.get_running_loop().create_task(
             _logged(copy_then_report(), f"copy of {partition.label}@{start}"))
 
     def _copy_job(self, partition: Partition, first: int, last: int, sources: tuple[int, ...],
-                  chunk_start_for: Callable[[int], int]) -> CopyJob:
+                  chunk_start_for: Callable[[int], int],
+                  target: Callable[[], UnifiedLog | None] | None = None) -> CopyJob:
         return CopyJob(
             node_id=self.node_id,
             topic=partition.topic,
@@ -432,7 +502,7 @@ class ReplicaManager:
             last=last,
             sources=sources,
             chunk_start_for=chunk_start_for,
-            target=self._log_of(partition),
+            target=target if target is not None else self._log_of(partition),
             broker_epoch=self.broker_epoch,
             fetch_max_bytes=self.config.replica_fetch_max_bytes,
             backoff_s=self.config.replica_fetch_backoff_ms / 1000,
@@ -473,6 +543,13 @@ class ReplicaManager:
         partition.stop_copy(delete.start_offset)
         if delete.active:
             self._leave_active(partition)
+        elif delete.start_offset in partition.chunk_logs or self.logs.get(
+                chunk_log_topic(partition.topic, delete.start_offset), partition.index):
+            partition.chunk_logs.pop(delete.start_offset, None)
+            self.logs.delete(chunk_log_topic(partition.topic, delete.start_offset),
+                             partition.index)
+            partition.signal.notify()
+            return
         record, chunks = self._image_partition(partition)
         keep = hosted_ranges(self.node_id, record, chunks)
         end = delete.end_offset if delete.end_offset >= 0 else TO_THE_END
@@ -638,15 +715,16 @@ class ReplicaManager:
         data retention removed entirely (KIP-1114 automatic chunk deletion)."""
         now = self.time_ms()
         for partition in list(self.partitions.values()):
-            log_ = partition.log
             try:
-                log_.apply_retention(now)
+                for log_ in partition.all_logs():
+                    log_.apply_retention(now)
             except Exception:
                 log.exception("retention of %s failed", partition.label)
                 continue
             _, chunks = self._image_partition(partition)
             for chunk in chunks:
-                if self.node_id in chunk.replicas and chunk.end_offset < log_.log_start_offset:
+                holder = partition.log_for(chunk.start_offset)
+                if self.node_id in chunk.replicas and chunk.end_offset < holder.log_start_offset:
                     self._report(partition.topic, partition.index, chunk.start_offset,
                                  ChunkReplicaState.DROPPED)
 
@@ -734,14 +812,16 @@ class ReplicaManager:
     def checkpoint_high_watermarks(self) -> None:
         for partition in list(self.partitions.values()):
             if not partition.closed:
-                partition.log.checkpoint_high_watermark()
+                for log_ in partition.all_logs():
+                    log_.checkpoint_high_watermark()
 
     def _flush(self) -> None:
         self._maybe_reconcile()
         now = self.time_ms()
         for partition in list(self.partitions.values()):
             if not partition.closed:
-                partition.log.maybe_flush(now)
+                for log_ in partition.all_logs():
+                    log_.maybe_flush(now)
 
     async def _every(self, period_s: float, action: Callable[[], None], name: str) -> None:
         while True:

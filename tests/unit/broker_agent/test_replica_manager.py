@@ -387,3 +387,49 @@ def test_transactional_cut_to_a_new_leader_with_an_old_follower(tmp_path: Path) 
             await cluster.close()
 
     _run(scenario())
+
+
+def test_a_chunk_moved_below_the_active_chunk_gets_a_log_of_its_own(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, log_config=LogConfig(retention_ms=1))
+        await cluster.start(replicas=(0,))
+        b0, b1 = cluster.managers[0], cluster.managers[1]
+        try:
+            await produce(b0, FIRST)
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            await produce(b1, SECOND)
+            # Broker 1 already holds 10..19: chunk 0..9 cannot be appended to its log.
+            await cluster.controller.move_chunk(0, (1,))
+
+            def moved() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and t.chunks_of(0)[0].isr == (1,)
+
+            await eventually(moved, "the move of chunk 0 to broker 1")
+            assert b0.logs.get(TOPIC, 0) is None
+            side = b1.logs.get(f"{TOPIC}@0", 0)
+            assert side is not None and (side.log_start_offset, side.log_end_offset) == (0, 10)
+            old = await consume(b1, 0)
+            assert values_of(old) == FIRST and old.chunk_stop_offset == 9
+            assert values_of(await consume(b1, 10)) == SECOND
+            assert (await produce(b1, [b"c"])).base_offset == 20
+            # A restart finds the chunk log again; nothing is copied twice.
+            await cluster.stop_broker(1)
+            b1 = await cluster.start_broker(1)
+            assert values_of(await consume(b1, 0)) == FIRST
+            assert b1.partitions[(TOPIC, 0)].copies == {}
+            # Retention empties the chunk log: broker 1 drops the chunk, keeps the partition.
+            b1.time_ms = lambda: 10**13
+            b1.run_retention()
+
+            def dropped() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and not t.chunks_of(0)
+
+            await eventually(dropped, "chunk 0 to leave the image")
+            assert b1.logs.get(f"{TOPIC}@0", 0) is None
+            assert b1.logs.get(TOPIC, 0) is not None
+        finally:
+            await cluster.close()
+
+    _run(scenario())
