@@ -61,8 +61,8 @@ class IndexFile:
 
     def flush(self) -> None:
         """Write the entries the file lacks (rewriting it after a truncation) and fsync."""
-        if self._persisted == len(self.keys) and self.path.exists():
-            return
+        if self._persisted == len(self.keys):
+            return  # an index with no entries needs no file: a missing file loads empty
         pack = self._entry.pack
         if self._persisted < 0:
             start = 0

@@ -210,9 +210,14 @@ class UnifiedLog:
             truncated = cut > 0
             if truncated:
                 # An operator should see what recovery removed, and from where.
-                _logger.warning("recovery of %s: cut %d bytes of a torn or corrupt tail from "
-                                "segment %d; the log now ends at offset %d", directory.name,
-                                cut, base, segment.next_offset)
+                _logger.warning(
+                    "recovery of %s: cut %d bytes of a torn or corrupt tail from "
+                    "segment %d; the log now ends at offset %d",
+                    directory.name,
+                    cut,
+                    base,
+                    segment.next_offset,
+                )
             if segment.size == 0 and self._segments:
                 segment.delete()  # an empty segment after another one holds nothing
                 continue
@@ -848,7 +853,7 @@ class UnifiedLog:
     # ================================================================== flushing and closing
 
     def _set_recovery_point(self, offset: int) -> None:
-        if offset != self._recovery_point or not (self.dir / RECOVERY_POINT_CHECKPOINT).exists():
+        if offset != self._recovery_point:
             write_offset(self.dir / RECOVERY_POINT_CHECKPOINT, offset)
             self._recovery_point = offset
 
