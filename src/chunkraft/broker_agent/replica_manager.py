@@ -543,13 +543,12 @@ class ReplicaManager:
         partition.stop_copy(delete.start_offset)
         if delete.active:
             self._leave_active(partition)
-        elif delete.start_offset in partition.chunk_logs or self.logs.get(
-                chunk_log_topic(partition.topic, delete.start_offset), partition.index):
+        else:
+            # A chunk log goes whole; what the partition's log may hold of the chunk (a copy
+            # started there before) goes below, like a chunk kept in it.
             partition.chunk_logs.pop(delete.start_offset, None)
             self.logs.delete(chunk_log_topic(partition.topic, delete.start_offset),
                              partition.index)
-            partition.signal.notify()
-            return
         record, chunks = self._image_partition(partition)
         keep = hosted_ranges(self.node_id, record, chunks)
         end = delete.end_offset if delete.end_offset >= 0 else TO_THE_END

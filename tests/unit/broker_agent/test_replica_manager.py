@@ -433,3 +433,43 @@ def test_a_chunk_moved_below_the_active_chunk_gets_a_log_of_its_own(tmp_path: Pa
             await cluster.close()
 
     _run(scenario())
+
+
+def test_a_lagging_replica_of_a_cut_chunk_completes_it_and_reports_in_sync(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        from dataclasses import replace
+
+        from tests.unit.broker_agent.replica_harness import FAST
+
+        cluster = Cluster(tmp_path, config=replace(FAST, replica_lag_time_max_ms=200))
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, FIRST)
+            await cluster.stop_broker(1)
+            assert (await produce(b0, SECOND, acks=1)).base_offset == 10
+
+            def shrunk() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                p = t.partition(0) if t is not None else None
+                return p is not None and p.isr == (0,)
+
+            await eventually(shrunk, "broker 1 to leave the ISR")
+            assert await b0.roll_chunk(TOPIC, 0, (2, 1), 2) == (0, None)
+            b1 = await cluster.start_broker(1)  # holds 0..9 of the chunk 0..19 only
+
+            def in_sync() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and t.chunks_of(0)[0].isr == (0, 1)
+
+            await eventually(in_sync, "broker 1 to complete chunk 0 and join its ISR")
+            assert values_of(await consume(b1, 0)) == FIRST + SECOND
+            after = await produce(cluster.managers[2], [b"c"])
+            assert (after.error_code, after.base_offset) == (0, 20)
+            await eventually(lambda: b1.logs.get(TOPIC, 0).log_end_offset == 21,  # type: ignore[union-attr]
+                             "broker 1 to follow the new active chunk")
+        finally:
+            await cluster.close()
+
+    _run(scenario())
