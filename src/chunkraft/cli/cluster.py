@@ -1,9 +1,11 @@
-"""``chunkraft cluster``: a local quorum of controller processes on 127.0.0.1, in one command.
+"""``chunkraft cluster``: a local quorum of controllers and broker agents on 127.0.0.1.
 
 Everything lives under one directory (``--dir``): each node's formatted data dir, properties
-file and log, and ``cluster.json`` with the generated cluster id and Raft password, so running
-the command again restarts the same cluster with its data. Ctrl-C (or SIGTERM) stops every node
-it started. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story against the quorum
+file and log, each broker's log dir, properties file and log, and ``cluster.json`` with the
+generated cluster id, Raft password and ports, so running the command again restarts the same
+cluster with its data. Brokers (``--brokers``, 3 by default, ids 0 .. n-1) start once the quorum
+is ready. Ctrl-C (or SIGTERM) stops every broker (a controlled shutdown) and then every node it
+started. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story against the quorum
 first; ``--exit`` stops after the demo instead of serving until interrupted.
 """
 
@@ -31,41 +33,57 @@ STATE_FILE = "cluster.json"
 def register(commands: Subcommands) -> None:
     """Adds ``cluster``."""
     parser = commands.add_parser(
-        "cluster", help="run a local controller quorum on 127.0.0.1 (Ctrl-C stops it)",
+        "cluster", help="run a local quorum and brokers on 127.0.0.1 (Ctrl-C stops them)",
         description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--dir", type=Path, default=Path(".chunkraft/local-cluster"),
                         help="where the nodes keep their data and logs "
                              "(default: .chunkraft/local-cluster)")
     parser.add_argument("--controllers", type=int, choices=(1, 3, 5), default=3,
                         help="number of voters (default 3)")
+    parser.add_argument("--brokers", type=int, choices=range(0, 10), default=3,
+                        metavar="N", help="number of broker agents, ids 0 .. N-1 (default 3)")
     parser.add_argument("--demo", action="store_true", help="run the demo against the quorum")
     parser.add_argument("--exit", action="store_true",
                         help="stop the quorum after starting it (and after the demo)")
     parser.set_defaults(handler=_run)
 
 
-def open_local_cluster(directory: Path, controllers: int) -> LocalCluster:
-    """The cluster kept under ``directory``: the same ids, password and ports as last time."""
+def open_local_cluster(directory: Path, controllers: int, brokers: int = 3) -> LocalCluster:
+    """The cluster kept under ``directory``: the same ids, password and ports as last time.
+
+    A directory saved before brokers existed gets ``brokers`` new broker ports, saved from then
+    on."""
     directory.mkdir(parents=True, exist_ok=True)
     state_path = directory / STATE_FILE
     if state_path.exists():
         state: dict[str, Any] = json.loads(state_path.read_text())
+        saved_brokers: dict[str, int] = state.get("brokers", {})
         cluster = LocalCluster(directory, size=len(state["nodes"]),
-                               cluster_id=state["cluster_id"], password=state["password"])
+                               cluster_id=state["cluster_id"], password=state["password"],
+                               broker_count=len(saved_brokers) if saved_brokers else brokers)
         for node_id, (raft_port, http_port) in state["nodes"].items():
             node = cluster.nodes[int(node_id)]
             node.raft_port, node.http_port = raft_port, http_port
+        for broker_id, port in saved_brokers.items():
+            cluster.broker_nodes[int(broker_id)].http_port = port
+        if not saved_brokers and cluster.broker_nodes:
+            _save(state_path, cluster)
     else:
-        cluster = LocalCluster(directory, size=controllers)
-        state = {"cluster_id": cluster.cluster_id, "password": cluster.password,
-                 "nodes": {str(n.node_id): [n.raft_port, n.http_port]
-                           for n in cluster.nodes.values()}}
-        write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
+        cluster = LocalCluster(directory, size=controllers, broker_count=brokers)
+        _save(state_path, cluster)
     return cluster
 
 
+def _save(state_path: Path, cluster: LocalCluster) -> None:
+    state = {"cluster_id": cluster.cluster_id, "password": cluster.password,
+             "nodes": {str(n.node_id): [n.raft_port, n.http_port]
+                       for n in cluster.nodes.values()},
+             "brokers": {str(b.broker_id): b.http_port for b in cluster.broker_nodes.values()}}
+    write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
+
+
 def _run(args: argparse.Namespace) -> int:
-    cluster = open_local_cluster(args.dir, args.controllers)
+    cluster = open_local_cluster(args.dir, args.controllers, args.brokers)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -88,12 +106,21 @@ def _run(args: argparse.Namespace) -> int:
               f"{cluster.command_config_path})")
         print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap} "
               f"--command-config {cluster.command_config_path}")
+        if cluster.broker_nodes:
+            started = time.monotonic()
+            cluster.start_brokers()
+            cluster.wait_brokers_ready(timeout=60)
+            print(f"chunkraft: {len(cluster.broker_nodes)} brokers registered and unfenced in "
+                  f"{time.monotonic() - started:.1f} s")
+            for broker in cluster.broker_nodes.values():
+                print(f"  broker {broker.broker_id}: {broker.url}  (logs {broker.log_dir}, "
+                      f"config {broker.config_path}, log {broker.log_path})")
         if args.demo:
             from chunkraft.deploy.demo_story import run_demo
 
             run_demo(cluster)
         if not args.exit:
-            print("serving; press Ctrl-C to stop every controller")
+            print("serving; press Ctrl-C to stop every broker and controller")
             while not stop.wait(0.5):
                 pass
     except KeyboardInterrupt:
@@ -102,6 +129,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     finally:
+        if any(b.process is not None for b in cluster.broker_nodes.values()):
+            print("stopping the brokers (controlled shutdown)...")
+            cluster.stop_brokers(timeout=40)
         print("stopping the controllers...")
         cluster.stop()
     return 0

@@ -1,9 +1,12 @@
 """The demo against a running quorum: what ``chunkraft cluster --demo`` tells, step by step.
 
 Everything goes through the controllers' HTTP RPC surface, as brokers and admin tools would:
-brokers register and are unfenced, a topic is created and expanded (KIP-195, with KIP-253's
-epochs), a partition's active chunk is cut and an inactive chunk moved (KIP-1114), and then the
-leader is killed with SIGKILL and the quorum carries on without losing a write.
+four brokers register (by RPC, on closed ports: the story's own, next to the cluster's real
+broker agents) and are unfenced, a topic is created on them and expanded (KIP-195, with
+KIP-253's epochs), a partition's active chunk is cut and an inactive chunk moved (KIP-1114), and
+then the leader is killed with SIGKILL and the quorum carries on without losing a write. The
+topic's replicas are assigned to the story's brokers by hand, so the real broker agents only
+follow the metadata; at the end each shows the image hash it reached.
 """
 
 from __future__ import annotations
@@ -73,6 +76,28 @@ def _check(answer: dict[str, Any], what: str) -> None:
         raise RuntimeError(f"{what} failed: {codes}")
 
 
+def _show_broker_agents(cluster: LocalCluster, offset: int) -> None:
+    """Each running broker agent's metadata offset and image hash once it reached ``offset``."""
+    running = [b for b in cluster.broker_nodes.values() if b.running]
+    if not running:
+        return
+    _say("The broker agents followed every change through the metadata stream")
+    deadline = time.monotonic() + 30
+    for broker in running:
+        status = None
+        while time.monotonic() < deadline:
+            status = cluster.broker_status(broker.broker_id, with_hash=True, timeout=5)
+            if status is not None and int(status["metadata_offset"]) >= offset:
+                break
+            time.sleep(0.2)
+        if status is None:
+            print(f"broker agent {broker.broker_id}: no answer")
+            continue
+        print(f"broker agent {broker.broker_id}: {broker.url} epoch {status['broker_epoch']} "
+              f"fenced={status['fenced']} metadata offset {status['metadata_offset']} image hash "
+              f"{str(status['image_hash'])[:12]}")
+
+
 def run_demo(cluster: LocalCluster) -> None:
     """Runs the story against ``cluster`` (already started and ready), printing each step."""
     with ControllerRpcClient(cluster.urls, token=cluster.admin_token) as client:
@@ -98,16 +123,21 @@ def run_demo(cluster: LocalCluster) -> None:
                 "current_metadata_offset": client.last_offset + 100})
             print(f"broker {broker_id}: epoch {epoch}, fenced={answer['is_fenced']}")
 
-        _say(f"Create topic {topic_name}: 3 partitions, replication factor 3, rack-aware placement")
+        _say(f"Create topic {topic_name}: 3 partitions, replication factor 3, one replica per "
+             f"rack on brokers {b1}..{b4}")
         answer = client.call(f"{V1}/create-topics", {"topics": [
-            {"name": topic_name, "num_partitions": 3, "replication_factor": 3}]})
+            {"name": topic_name, "assignments": [
+                {"partition_index": 0, "broker_ids": [b1, b2, b3]},
+                {"partition_index": 1, "broker_ids": [b2, b3, b4]},
+                {"partition_index": 2, "broker_ids": [b3, b4, b2]}]}]})
         _check(answer, "create-topics")
         _print_topic(_describe(client, client.last_offset, topic_name))
 
         _say("createPartitions to 5 (KIP-195): existing partitions' leader epochs are bumped and "
              "the new ones carry PriorPartitionEpochs (KIP-253), in one atomic batch")
-        answer = client.call(f"{V1}/create-partitions",
-                             {"topics": [{"name": topic_name, "count": 5}]})
+        answer = client.call(f"{V1}/create-partitions", {"topics": [
+            {"name": topic_name, "count": 5,
+             "assignments": [{"broker_ids": [b4, b2, b3]}, {"broker_ids": [b1, b3, b2]}]}]})
         _check(answer, "create-partitions")
         print(f"committed at offset {client.last_offset}")
         _print_topic(_describe(client, client.last_offset, topic_name))
@@ -179,6 +209,7 @@ def run_demo(cluster: LocalCluster) -> None:
             time.sleep(0.2)
         print(f"controller {old_leader} restarted and caught up: "
               + ", ".join(f"node {n} hash {str(h)[:12]}" for n, h in sorted(hashes.items())))
+        _show_broker_agents(cluster, offset)
         _say("Done. The quorum keeps running: try `chunkraft quorum describe --replication "
              f"--bootstrap-server {','.join(cluster.urls)} "
              f"--command-config {cluster.command_config_path}`")

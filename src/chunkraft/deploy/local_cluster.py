@@ -3,7 +3,9 @@
 Each node is a real ``chunkraft controller --config`` process with its own formatted data dir,
 Raft port and HTTP port; nothing is shared but the cluster id, the Raft password (generated
 unless given) and the credentials file. The launcher only ever signals processes it started, by
-their PID.
+their PID. Each runs in a session of its own, so a Ctrl-C in the launcher's terminal reaches the
+launcher alone, which then stops the brokers (a controlled shutdown needs the quorum) before the
+controllers.
 
 Credentials: :meth:`LocalCluster.prepare` writes ``credentials.json`` (token digests, named by
 every node's ``auth.credentials.file``) and keeps the tokens themselves in ``tokens.json``
@@ -400,7 +402,7 @@ class LocalCluster:
         broker.process = subprocess.Popen(
             [sys.executable, "-m", "chunkraft", "broker", "--config", str(broker.config_path)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         log.close()
 
     def start_brokers(self, *, grant: bool = True) -> None:
@@ -490,7 +492,7 @@ class LocalCluster:
                 [sys.executable, "-m", "chunkraft", "controller", "--config",
                  str(node.config_path)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
             log.close()
 
     def kill(self, node_id: int) -> None:

@@ -152,3 +152,33 @@ def test_prepare_makes_credentials_for_the_admin_and_the_brokers(tmp_path: Path)
     again.prepare()
     assert again.admin_token == cluster.admin_token
     assert again.token("User:alice") == alice
+
+
+def test_prepare_writes_each_brokers_config_and_token(tmp_path: Path) -> None:
+    from chunkraft.broker_agent.config import load_broker_config
+    from chunkraft.security.credentials import CredentialStore
+
+    cluster = LocalCluster(tmp_path / "cluster", size=3)
+    assert sorted(cluster.broker_nodes) == [0, 1, 2]
+    ports = {b.http_port for b in cluster.broker_nodes.values()}
+    assert len(ports) == 3 and not ports & {n.http_port for n in cluster.nodes.values()}
+    cluster.prepare()
+    store = CredentialStore(cluster.credentials_path)
+    for broker_id, broker in cluster.broker_nodes.items():
+        assert mode_of(broker.config_path) == 0o600 and mode_of(broker.token_path) == 0o600
+        config = load_broker_config(str(broker.config_path), {}, {})
+        assert config.node_id == broker_id and config.listeners.url == broker.url
+        assert config.controller_quorum_bootstrap_servers == tuple(cluster.urls)
+        assert config.log_dir == broker.log_dir
+        assert store.principal_for(config.broker_token() or "") == f"User:broker-{broker_id}"
+        assert config.super_users == ("User:admin",)
+        assert cluster.broker_url(broker_id) == broker.url and not broker.running
+
+
+def test_open_local_cluster_keeps_broker_ports(tmp_path: Path) -> None:
+    first = open_local_cluster(tmp_path, 3, 2)
+    state = json.loads((tmp_path / STATE_FILE).read_text())
+    assert sorted(state["brokers"]) == ["0", "1"]
+    again = open_local_cluster(tmp_path, 3, 3)  # the saved brokers win
+    assert {b: n.http_port for b, n in again.broker_nodes.items()} == {
+        b: n.http_port for b, n in first.broker_nodes.items()}
