@@ -217,13 +217,41 @@ class LogSegment:
                 return
             position += i
 
+    def _walk(self, position: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+        """``(position, base offset, last offset, size)`` of each whole batch, headers only.
+
+        Reads a 64 KiB window at a time while batches are small, and only the 61-byte header
+        of the next batch after a large one, so walking past big batches costs one small
+        ``pread`` each instead of reading their records.
+        """
+        window = b""
+        window_pos = position
+        small = True
+        while end - position >= BATCH_HEADER_SIZE:
+            off = position - window_pos
+            if off + BATCH_HEADER_SIZE > len(window):
+                want = _SCAN_CHUNK if small else BATCH_HEADER_SIZE
+                window = os.pread(self._fd, min(want, end - position), position)
+                window_pos = position
+                off = 0
+                if len(window) < BATCH_HEADER_SIZE:
+                    return
+            base, length = _BASE_AND_LENGTH.unpack_from(window, off)
+            if length < _MIN_BATCH_LENGTH:
+                return
+            size = length + BATCH_OVERHEAD
+            if position + size > end:
+                return
+            (delta,) = _LAST_DELTA.unpack_from(window, off + _LAST_DELTA_POS)
+            yield position, base, base + delta, size
+            position += size
+            small = size < _SCAN_CHUNK // 4
+
     def find_batch(self, offset: int) -> tuple[int, int] | None:
         """``(position, base offset)`` of the first batch whose last offset is >= ``offset``."""
         _, pos = self.index.lookup(offset)
-        for position, view in self._iter_batches(pos, self.size):
-            base, _ = _BASE_AND_LENGTH.unpack_from(view, 0)
-            (delta,) = _LAST_DELTA.unpack_from(view, _LAST_DELTA_POS)
-            if base + delta >= offset:
+        for position, base, last, _size in self._walk(pos, self.size):
+            if last >= offset:
                 return position, base
         return None
 
@@ -234,36 +262,34 @@ class LogSegment:
 
         Batches are taken while their last offset is below ``max_offset`` and the total stays
         within ``max_bytes``, except that the first batch is taken whatever its size when
-        ``min_one_batch``. None when no batch of the segment qualifies.
+        ``min_one_batch``. None when no batch of the segment qualifies. The batches are found
+        from their headers, then read with one ``pread`` (the answer is copied once).
         """
         if start_offset >= self.next_offset:
             return None
         _, pos = self.index.lookup(start_offset)
-        parts: list[memoryview] = []
+        first_pos = -1
         total = 0
         first = -1
         next_offset = -1
-        # Read ahead enough for the scan from the index entry plus the answer in one pread.
-        chunk = max(_SCAN_CHUNK, self._interval + BATCH_HEADER_SIZE + max_bytes)
-        for _position, view in self._iter_batches(pos, self.size, chunk):
-            base, _ = _BASE_AND_LENGTH.unpack_from(view, 0)
-            (delta,) = _LAST_DELTA.unpack_from(view, _LAST_DELTA_POS)
-            last = base + delta
+        for position, base, last, size in self._walk(pos, self.size):
             if last < start_offset:
                 continue
             if last >= max_offset:
                 break
-            size = len(view)
-            if total + size > max_bytes and (parts or not min_one_batch):
+            if total + size > max_bytes and (first_pos >= 0 or not min_one_batch):
                 break
-            if not parts:
+            if first_pos < 0:
+                first_pos = position
                 first = base
-            parts.append(view)
             total += size
             next_offset = last + 1
-        if not parts:
+        if first_pos < 0:
             return None
-        return b"".join(parts), first, next_offset
+        data = os.pread(self._fd, total, first_pos)
+        if len(data) < total:
+            return None  # the file shrank under us: only possible if someone else cut it
+        return data, first, next_offset
 
     def iter_headers(self, from_offset: int) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Headers and bytes of the batches whose last offset is >= ``from_offset``."""
