@@ -59,14 +59,19 @@ class StreamError(Exception):
 
 
 class LatencyStats:
-    """Commit-to-applied samples in milliseconds (the last ``size``); not thread-safe."""
+    """Commit-to-applied samples in milliseconds (the last ``size``), each also kept as
+    ``(base offset, append_time_ms, applied_ms)`` in ``batches`` so that a benchmark can match
+    one batch across brokers; not thread-safe."""
 
     def __init__(self, size: int = LATENCY_SAMPLES) -> None:
         self.samples: deque[float] = deque(maxlen=size)
+        self.batches: deque[tuple[int, float, float]] = deque(maxlen=size)
         self.count = 0
 
-    def add(self, value_ms: float) -> None:
+    def add(self, value_ms: float, *, offset: int = -1, append_ms: float = 0.0,
+            applied_ms: float = 0.0) -> None:
         self.samples.append(value_ms)
+        self.batches.append((offset, append_ms, applied_ms))
         self.count += 1
 
     def percentile(self, fraction: float) -> float | None:
@@ -232,7 +237,9 @@ class MetadataFollower:
         await self._publish(delta, image)
         now = self.now_ms()
         for batch in batches:
-            self.latency.add(max(0.0, now - float(batch["append_time_ms"])))
+            appended = float(batch["append_time_ms"])
+            self.latency.add(max(0.0, now - appended), offset=int(batch["base_offset"]),
+                             append_ms=appended, applied_ms=now)
         self.batches_applied += len(batches)
         return expected - 1 - delta.image.offset
 

@@ -177,10 +177,13 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
                               broker_principal=config.auth_broker_principal))
 
 
-def metadata_stats(runtime: BrokerRuntime) -> dict[str, Any]:
-    """The metadata follower's progress and commit-to-applied latency (p50 / p99, ms)."""
+def metadata_stats(runtime: BrokerRuntime, samples: int = 0) -> dict[str, Any]:
+    """The metadata follower's progress and commit-to-applied latency (p50 / p99, ms), with the
+    last ``samples`` batches as ``[base offset, append_time_ms, applied_ms]``."""
     follower = runtime.follower
-    return {"node_id": runtime.node_id, "metadata_offset": follower.offset,
+    recent = list(follower.latency.batches)[-samples:] if samples > 0 else []
+    return {"batches": [list(item) for item in recent],
+            "node_id": runtime.node_id, "metadata_offset": follower.offset,
             "applied_offset": follower.applied_offset,
             "high_watermark": follower.high_watermark, "leader_id": follower.leader_id,
             "controller_url": follower.url, "snapshots_loaded": follower.snapshots_loaded,
@@ -252,11 +255,11 @@ def create_app(runtime: BrokerRuntime) -> FastAPI:
     @app.get("/broker/v1/metadata-stats", tags=["health"],
              summary="The metadata follower's progress and commit-to-applied latency "
              "(DESCRIBE on the cluster)")
-    async def stats(request: Request) -> Response:
+    async def stats(request: Request, samples: int = 0) -> Response:
         refusal = _refusal(runtime, request)
         if refusal is not None:
             return refusal
-        return JSONResponse(metadata_stats(runtime))
+        return JSONResponse(metadata_stats(runtime, max(0, min(samples, 10_000))))
 
     return app
 
