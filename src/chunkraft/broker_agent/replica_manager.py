@@ -428,7 +428,7 @@ class ReplicaManager:
             partition.chunk_logs[start] = existing
             return existing
         main = partition.log
-        missing = first_missing_offset(main, start, chunk.end_offset)
+        missing = self._first_missing(main, chunk)
         if missing > chunk.end_offset:
             return main
         record, _ = self._image_partition(partition)
@@ -439,6 +439,18 @@ class ReplicaManager:
         side = self.logs.get_or_create(name, partition.index, partition.topic_id)
         partition.chunk_logs[start] = side
         return side
+
+    def _first_missing(self, log_: UnifiedLog, chunk: ChunkRecord) -> int:
+        """The first offset of the chunk this broker still has to copy into ``log_``.
+
+        A replica in the chunk's ISR had all of it: offsets below the log start were removed by
+        retention since (or never reached this log), and are not copied again; retention then
+        asks to drop the replica instead (``run_retention``).
+        """
+        first = chunk.start_offset
+        if self.node_id in chunk.isr:
+            first = max(first, log_.log_start_offset)
+        return first_missing_offset(log_, first, chunk.end_offset)
 
     def _settle_chunk(self, partition: Partition, log_: UnifiedLog, chunk: ChunkRecord) -> None:
         """A complete chunk copy is committed data: its HW covers it, and when the chunk is the
@@ -457,7 +469,7 @@ class ReplicaManager:
         if self.node_id not in chunk.replicas:
             return
         log_ = self._chunk_log(partition, chunk)
-        missing = first_missing_offset(log_, chunk.start_offset, chunk.end_offset)
+        missing = self._first_missing(log_, chunk)
         if missing > chunk.end_offset:
             self._settle_chunk(partition, log_, chunk)
             if self.node_id not in chunk.isr:

@@ -473,3 +473,32 @@ def test_a_lagging_replica_of_a_cut_chunk_completes_it_and_reports_in_sync(
             await cluster.close()
 
     _run(scenario())
+
+
+def test_a_chunk_retention_removed_is_not_copied_again_after_a_restart(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, log_config=LogConfig(retention_ms=1))
+        await cluster.start(replicas=(0, 2))
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, FIRST)
+            assert await b0.roll_chunk(TOPIC, 0, (1, 2), 1) == (0, None)  # 0 and 2 keep chunk 0
+            log0 = b0.logs.get(TOPIC, 0)
+            assert log0 is not None
+            log0.apply_retention(10**13)  # retention ran, the drop was not reported yet
+            assert log0.log_start_offset == 10
+            await cluster.stop_broker(0)
+            b0 = await cluster.start_broker(0)
+            assert b0.partitions[(TOPIC, 0)].copies == {}
+            b0.run_retention()
+
+            def dropped() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and t.chunks_of(0)[0].replicas == (2,)
+
+            await eventually(dropped, "broker 0 to drop its replica of chunk 0")
+            assert b0.logs.get(TOPIC, 0) is None
+        finally:
+            await cluster.close()
+
+    _run(scenario())
