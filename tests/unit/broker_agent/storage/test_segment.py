@@ -91,3 +91,29 @@ def test_large_batch_read_beyond_scan_chunk(tmp_path: Path) -> None:
     got = seg.read(0, 10, 10**9, True)
     assert got is not None and got[0] == big and got[2] == 1
     assert [h.base_offset for h, _ in seg.iter_headers(0)] == [0, 1]
+
+
+def test_reads_over_mixed_big_and_small_batches(tmp_path: Path) -> None:
+    seg = LogSegment(tmp_path, 0, 4096)
+    sizes = [10, 150_000, 10, 10, 90_000, 70_000, 10, 200_000, 10]
+    bases = []
+    offset = 0
+    for size in sizes:
+        append(seg, batch(offset, 2, size=size))
+        bases.append(offset)
+        offset += 2
+    for start in range(offset):
+        got = seg.read(start, 120_000, 10**9, True)
+        assert got is not None
+        data, first, nxt = got
+        assert first == start - start % 2
+        # whole batches, back to back, up to the byte limit (or the one big first batch)
+        pos, expect = 0, first
+        while pos < len(data):
+            h = parse_header(data, pos)
+            assert h.base_offset == expect
+            expect = h.next_offset
+            pos += h.size_in_bytes
+        assert expect == nxt
+        assert len(data) <= 120_000 or nxt == first + 2
+    assert seg.find_batch(9) == (sum(len(batch(0, 2, size=s)) for s in sizes[:4]), 8)
