@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
@@ -361,7 +361,7 @@ class ReplicaManager:
             backoff_s=self.config.replica_fetch_backoff_ms / 1000,
         )
         partition.fetcher = asyncio.get_running_loop().create_task(
-            _logged(run_follower(job, self.peers), f"follower {partition.label}"))
+            _logged(lambda: run_follower(job, self.peers), f"follower {partition.label}"))
         partition.fetcher_leader = record.leader
         partition.fetcher_epoch = record.leader_epoch
 
@@ -501,7 +501,7 @@ class ReplicaManager:
                 self._report(partition.topic, partition.index, start, ChunkReplicaState.IN_SYNC)
 
         partition.copies[start] = asyncio.get_running_loop().create_task(
-            _logged(copy_then_report(), f"copy of {partition.label}@{start}"))
+            _logged(copy_then_report, f"copy of {partition.label}@{start}"))
 
     def _copy_job(self, partition: Partition, first: int, last: int, sources: tuple[int, ...],
                   chunk_start_for: Callable[[int], int],
@@ -546,7 +546,7 @@ class ReplicaManager:
                 partition.signal.notify()
 
         partition.copies[first] = asyncio.get_running_loop().create_task(
-            _logged(copy_then_open(), f"overlap copy of {partition.label}"))
+            _logged(copy_then_open, f"overlap copy of {partition.label}"))
 
     def _delete_chunk(self, key: ChunkKey, delete: ChunkDelete) -> None:
         partition = self.partitions.get((delete.topic_name, key.partition_id))
@@ -638,7 +638,7 @@ class ReplicaManager:
             ),),
         )
         task = asyncio.get_running_loop().create_task(
-            _logged(self._send_alter(partition, record.leader_epoch, request),
+            _logged(lambda: self._send_alter(partition, record.leader_epoch, request),
                     f"AlterPartition {partition.label}"))
         self._alters.add(task)
         task.add_done_callback(self._alters.discard)
@@ -679,7 +679,7 @@ class ReplicaManager:
         self._reports.add((topic, index, start, state))
         if self._reporter is None or self._reporter.done():
             self._reporter = asyncio.get_running_loop().create_task(
-                _logged(self._send_reports(), "chunk replica reports"))
+                _logged(self._send_reports, "chunk replica reports"))
 
     def _report_still_needed(self, key: ReportKey) -> bool:
         topic_name, index, start, state = key
@@ -855,10 +855,11 @@ def _each(what: str, items: Iterable[tuple[K, V]], action: Callable[[K, V], None
             log.exception("%s %s failed", what, key)
 
 
-async def _logged(work: Any, name: str) -> None:
-    """Runs a background coroutine, logging (not losing) an unexpected failure."""
+async def _logged(work: Callable[[], Awaitable[None]], name: str) -> None:
+    """Runs a background coroutine, logging (not losing) an unexpected failure. Takes a
+    factory, so a task cancelled before it starts leaves no coroutine never awaited."""
     try:
-        await work
+        await work()
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -74,13 +74,18 @@ class FakeController:
         self.image = MetadataImage.EMPTY
         self.brokers: dict[int, ReplicaManager] = {}
         self.calls: list[str] = []
+        self.deltas: list[MetadataDelta] = []
+        self.apply_twice = False  # as a metadata stream re-delivering each delta
 
     async def commit(self, records: list[Any]) -> MetadataDelta:
         delta = MetadataDelta(self.image)
         delta.replay_all(decode_record(encode_record(r)) for r in records)
         self.image = delta.apply()
+        self.deltas.append(delta)
         for manager in list(self.brokers.values()):
             await manager.apply_delta(delta, self.image)
+            if self.apply_twice:
+                await manager.apply_delta(delta, self.image)
         return delta
 
     async def _run(self, result: ControllerResult[Any]) -> dict[str, Any]:

@@ -502,3 +502,35 @@ def test_a_chunk_retention_removed_is_not_copied_again_after_a_restart(tmp_path:
             await cluster.close()
 
     _run(scenario())
+
+
+def test_every_delta_applied_twice_gives_the_same_logs(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        cluster.controller.apply_twice = True
+        await cluster.start(replicas=(0,))
+        b0, b1, b2 = (cluster.managers[b] for b in range(3))
+        try:
+            await produce(b0, FIRST)
+            await produce(b0, SECOND, producer_id=7, producer_epoch=0, base_sequence=0,
+                          transactional=True)
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            assert (await produce(b1, [b"c0"])).base_offset == 20
+            await cluster.controller.move_chunk(0, (2,))
+
+            def moved() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and t.chunks_of(0)[0].replicas == (2,)
+
+            await eventually(moved, "the move to broker 2")
+            assert b0.logs.logs() == {}
+            log1, log2 = b1.logs.get(TOPIC, 0), b2.logs.get(TOPIC, 0)
+            assert log1 is not None and log2 is not None
+            assert (log1.log_start_offset, log1.log_end_offset) == (10, 21)
+            assert (log2.log_start_offset, log2.log_end_offset) == (0, 20)
+            assert values_of(await consume(b2, 0)) == FIRST
+            assert [b.status_counts() for b in (b0, b1, b2)] == [(0, 0, 0), (1, 0, 0), (0, 0, 1)]
+        finally:
+            await cluster.close()
+
+    _run(scenario())
