@@ -7,7 +7,8 @@ request's timeout, then REQUEST_TIMED_OUT); not the active chunk's leader ->
 NOT_LEADER_OR_FOLLOWER; acks=all with fewer ISR members than ``min.insync.replicas`` ->
 NOT_ENOUGH_REPLICAS; then the log's producer checks. acks=all answers only once the high
 watermark (min LEO over the maximal ISR) passed the last appended offset, so everything it
-acknowledges is on every ISR member; a leader change before that -> NOT_LEADER_OR_FOLLOWER.
+acknowledges is on every ISR member; a leader change before that -> NOT_LEADER_OR_FOLLOWER; an
+ISR that shrank below ``min.insync.replicas`` meanwhile -> NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 """
 
 from __future__ import annotations
@@ -126,6 +127,11 @@ async def produce(rm: ReplicaManager, request: ProduceRequest) -> ProduceRespons
         answers.append(results)
     for t_pos, p_pos, partition, epoch, last in waits:
         outcome = await _wait_replicated(partition, epoch, last, deadline)
+        if outcome is Errors.NONE and partition.tracker is not None and \
+                len(partition.tracker.maximal_isr()) < rm.config.min_insync_replicas:
+            # Kafka's rule: the HW passed the batch only because the ISR shrank below
+            # min.insync.replicas, so it is on fewer replicas than the producer asked for.
+            outcome = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         if outcome is not Errors.NONE:
             old = answers[t_pos][p_pos]
             answers[t_pos][p_pos] = ProducePartitionResponse(

@@ -212,3 +212,26 @@ def test_list_offsets_and_offsets_for_leader_epoch(tmp_path: Path) -> None:
             await cluster.close()
 
     _run(scenario())
+
+
+def test_an_isr_shrinking_below_min_insync_fails_the_waiting_acks_all(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        from dataclasses import replace
+
+        from tests.unit.broker_agent.replica_harness import FAST
+
+        cluster = Cluster(tmp_path, count=2, config=replace(
+            FAST, min_insync_replicas=2, replica_lag_time_max_ms=200))
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            assert (await produce(b0, [b"a"])).error_code == 0
+            await cluster.stop_broker(1)
+            waiting = await produce(b0, [b"b"], timeout_ms=5000)
+            assert waiting.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
+            refused = await produce(b0, [b"c"])
+            assert refused.error_code == Errors.NOT_ENOUGH_REPLICAS.code
+        finally:
+            await cluster.close()
+
+    _run(scenario())
