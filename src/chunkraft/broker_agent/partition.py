@@ -84,6 +84,7 @@ class Partition:
         self.appends_paused = False
         self.overlap_pending = False
         self.alter_in_flight = False
+        self.alter_retry_at_ms = 0  # after a refused AlterPartition, not before this time
         self.signal = Signal()
         self.fetcher: asyncio.Task[None] | None = None
         self.fetcher_epoch = -1

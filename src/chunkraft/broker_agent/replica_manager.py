@@ -594,7 +594,8 @@ class ReplicaManager:
         tracker.record_fetch(replica_id, fetch_offset, partition.log.log_end_offset,
                              replica_epoch, self.time_ms())
         self._advance_high_watermark(partition)
-        if replica_id not in tracker.isr and not partition.alter_in_flight:
+        if replica_id not in tracker.isr and not partition.alter_in_flight and \
+                self.time_ms() >= partition.alter_retry_at_ms:
             expand = tracker.expand_candidates(partition.log.high_watermark,
                                                partition.leader_epoch_start)
             if replica_id in expand:
@@ -605,7 +606,8 @@ class ReplicaManager:
         now = self.time_ms()
         for partition in self.partitions.values():
             tracker = partition.tracker
-            if tracker is None or not partition.is_leader or partition.alter_in_flight:
+            if tracker is None or not partition.is_leader or partition.alter_in_flight \
+                    or now < partition.alter_retry_at_ms:
                 continue
             out = tracker.shrink_candidates(partition.log.log_end_offset,
                                             self.config.replica_lag_time_max_ms, now)
@@ -669,6 +671,9 @@ class ReplicaManager:
                 log.info("AlterPartition for %s refused: %s %s", partition.label,
                          Errors.for_code(result.error_code).name, result.error_message)
             tracker.pending_isr = None
+            # A refused or failed change (an ineligible replica, a controller away) is not
+            # retried on every follower fetch: that would be a controller call per fetch.
+            partition.alter_retry_at_ms = self.time_ms() + self.config.replica_fetch_backoff_ms
         partition.alter_in_flight = False
         self._advance_high_watermark(partition)
         partition.signal.notify()
