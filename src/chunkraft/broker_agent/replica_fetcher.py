@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chunkraft.broker_agent.chunk_copier import start_at_gap
 from chunkraft.broker_agent.peer_client import PeerClientLike, PeerUnavailable
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
@@ -122,21 +123,23 @@ def _apply_answer(job: FollowerJob, target: UnifiedLog, answer: FetchPartitionRe
                   fetch_offset: int) -> bool:
     """Applies one fetch answer; False if the caller should back off."""
     if answer.error_code == Errors.OFFSET_OUT_OF_RANGE.code:
+        before = target.log_end_offset
         if fetch_offset < answer.log_start_offset:
-            if target.log_end_offset == target.log_start_offset:
-                target.truncate_fully_and_start_at(answer.log_start_offset)
-            return True
-        if 0 <= answer.log_end_offset < fetch_offset:
-            target.truncate_to(max(answer.log_end_offset, target.high_watermark))
-            return True
-        return False
+            # Retention on the leader passed this replica's end: continue at the leader's log
+            # start, keeping what this log holds below (other chunks may live there).
+            start_at_gap(target, answer.log_start_offset)
+        elif 0 <= answer.log_end_offset < fetch_offset:
+            target.truncate_to(answer.log_end_offset)  # Kafka: the leader's end wins
+        # Nothing changed: back off rather than ask the same again at once.
+        return target.log_end_offset != before
     if answer.error_code != 0:
         return False
     if answer.diverging_epoch is not None:
         cut = divergence_target(target, answer.diverging_epoch.epoch,
                                 answer.diverging_epoch.end_offset)
-        if cut < target.log_end_offset:
-            target.truncate_to(cut)
+        if cut >= target.log_end_offset:
+            return False  # nothing to cut: back off instead of asking the same at once
+        target.truncate_to(cut)
         job.on_progress()
         return True
     changed = False

@@ -126,3 +126,33 @@ def test_a_diverging_epoch_in_a_fetch_answer_truncates(tmp_path: Path) -> None:
                               and follower_log.latest_epoch == 0))
     leader_log.close()
     follower_log.close()
+
+
+class _RetainedLeader(_Leader):
+    """A leader whose retention passed the follower's end: OFFSET_OUT_OF_RANGE below 20."""
+
+    async def fetch(self, broker_id: int, request: FetchRequest) -> FetchResponse:
+        want = request.topics[0].partitions[0]
+        if want.fetch_offset < 20:
+            from chunkraft.error_codes import Errors
+
+            answer = FetchPartitionResponse(partition=0, error_code=Errors.OFFSET_OUT_OF_RANGE.code,
+                                            log_start_offset=20, log_end_offset=22)
+            return FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(answer,)),))
+        return await super().fetch(broker_id, request)
+
+
+def test_a_follower_behind_the_leaders_log_start_continues_there_keeping_its_data(
+        tmp_path: Path) -> None:
+    leader_log = _log(tmp_path / "leader")
+    leader_log.truncate_fully_and_start_at(20)
+    leader_log.append_as_follower(build_batch([(b"k", b"x", 1), (b"k", b"y", 1)],
+                                              base_offset=20, partition_leader_epoch=2))
+    follower_log = _log(tmp_path / "follower")
+    _fill(follower_log, [b"a", b"b"], 0)
+    job = _job(follower_log, 2)
+    leader = _RetainedLeader(leader_log)
+    asyncio.run(_follow_until(job, leader, lambda: follower_log.log_end_offset == 22))
+    assert follower_log.log_start_offset == 0  # offsets 0..1 stay (another chunk's data)
+    leader_log.close()
+    follower_log.close()
