@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ValidationError
+from starlette.types import Receive, Scope, Send
 
 from chunkraft.api.errors import ErrorBody, error_response, validation_message
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import FetchResponse
 
-__all__ = ["MAX_BODY_BYTES", "fetch_answer", "json_answer", "parse_body", "post_docs"]
+__all__ = ["MAX_BODY_BYTES", "PiecesResponse", "fetch_answer", "json_answer", "parse_body",
+           "post_docs"]
 
 MAX_BODY_BYTES = 100 * 1024 * 1024
 """Kafka's ``socket.request.max.bytes`` (100 MiB): a produce of many partitions may be large."""
@@ -50,7 +52,7 @@ def json_answer(message: BaseModel, status: int = 200) -> Response:
                     status_code=status, media_type="application/json")
 
 
-_RECORDS_KEY = b'"records":'
+_OPEN_RECORDS = b'"records":"'
 _EMPTY_RECORDS = b'"records":""'
 _SPLICE_MIN_BYTES = 4096  # below this the serializer's scan costs less than the copies
 
@@ -82,10 +84,37 @@ def fetch_answer(response: FetchResponse) -> Response:
     pieces = FetchResponse.__pydantic_serializer__.to_json(bare).split(_EMPTY_RECORDS)
     if len(pieces) != len(strings) + 1:  # cannot happen (see above); be safe anyway
         return json_answer(response)
-    out = [pieces[0]]
+    # The glue between records is small; each records string goes out as a piece of its own,
+    # so the megabytes are copied once (str -> bytes) and never joined.
+    out: list[bytes] = []
+    glue = pieces[0]
     for records, rest in zip(strings, pieces[1:], strict=True):
-        out += (_RECORDS_KEY, b'"', records.encode("ascii"), b'"', rest)
-    return Response(content=b"".join(out), media_type="application/json")
+        out.append(glue + _OPEN_RECORDS)
+        out.append(records.encode("ascii"))
+        glue = b'"' + rest
+    out.append(glue)
+    return PiecesResponse(out)
+
+
+class PiecesResponse(Response):
+    """A JSON answer sent as several ``http.response.body`` messages, with its full
+    ``content-length`` up front (no chunked encoding). ``body`` stays empty: read
+    ``pieces``."""
+
+    media_type = "application/json"
+
+    def __init__(self, pieces: list[bytes], status_code: int = 200) -> None:
+        super().__init__(content=b"", status_code=status_code)
+        self.pieces = pieces
+        self.headers["content-length"] = str(sum(map(len, pieces)))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})
+        last = len(self.pieces) - 1
+        for index, piece in enumerate(self.pieces):
+            await send({"type": "http.response.body", "body": piece,
+                        "more_body": index < last})
 
 
 def post_docs(request_model: type[BaseModel], response_model: type[BaseModel]

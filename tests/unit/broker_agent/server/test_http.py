@@ -8,13 +8,15 @@ import os
 
 import pytest
 
-from chunkraft.broker_agent.server.http import fetch_answer
+from chunkraft.broker_agent.server import create_broker_app
+from chunkraft.broker_agent.server.http import PiecesResponse, fetch_answer
 from chunkraft.protocol.data_plane import (
     AbortedTransaction,
     FetchPartitionResponse,
     FetchResponse,
     FetchTopicResponse,
 )
+from tests.unit.broker_agent.server.support import AsgiClient, FakeRuntime
 
 
 def response(*records: str, topic: str = 'odd "name" \\ "records":""') -> FetchResponse:
@@ -35,6 +37,22 @@ def response(*records: str, topic: str = 'odd "name" \\ "records":""') -> FetchR
 ])
 def test_the_answer_is_the_serializers_json(records: tuple[str, ...]) -> None:
     answer = response(*records)
-    body = bytes(fetch_answer(answer).body)
+    sent = fetch_answer(answer)
+    body = (b"".join(sent.pieces) if isinstance(sent, PiecesResponse) else bytes(sent.body))
+    assert int(sent.headers["content-length"]) == len(body)
     assert body == FetchResponse.__pydantic_serializer__.to_json(answer)
     assert FetchResponse.model_validate(json.loads(body)) == answer
+
+
+def test_a_large_fetch_answer_arrives_whole_over_http() -> None:
+    big = base64.b64encode(os.urandom(100_000)).decode()
+    runtime = FakeRuntime()
+
+    async def fetch(request: object) -> FetchResponse:
+        return response(big, big)
+
+    runtime.replica_manager.fetch = fetch  # type: ignore[method-assign]
+    answer = AsgiClient(create_broker_app(runtime)).post("/broker/v1/fetch", json={
+        "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0}]}]})
+    assert answer.status_code == 200
+    assert FetchResponse.model_validate_json(answer.content) == response(big, big)
