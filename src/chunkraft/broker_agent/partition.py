@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from chunkraft.broker_agent.isr import IsrTracker
 from chunkraft.records import PartitionRecord
@@ -20,7 +20,7 @@ from chunkraft.records import PartitionRecord
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
 
-__all__ = ["Partition", "Role", "Signal"]
+__all__ = ["Following", "Partition", "Role", "Signal"]
 
 
 class Signal:
@@ -49,6 +49,14 @@ class Signal:
         except TimeoutError:
             return False
         return True
+
+
+class Following(Protocol):
+    """A running follower of the partition (a task, or a place in a per-leader fetcher)."""
+
+    def cancel(self) -> bool: ...
+
+    def done(self) -> bool: ...
 
 
 class Role(enum.Enum):
@@ -86,7 +94,7 @@ class Partition:
         self.alter_in_flight = False
         self.alter_retry_at_ms = 0  # after a refused AlterPartition, not before this time
         self.signal = Signal()
-        self.fetcher: asyncio.Task[None] | None = None
+        self.fetcher: Following | None = None
         self.fetcher_epoch = -1
         self.fetcher_leader = -1
         self.copies: dict[int, asyncio.Task[None]] = {}  # by chunk start offset

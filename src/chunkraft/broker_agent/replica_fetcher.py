@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,13 @@ from chunkraft.protocol.data_plane import (
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
 
-__all__ = ["FollowerJob", "divergence_target", "run_follower"]
+__all__ = [
+    "FollowerJob",
+    "FollowerRegistration",
+    "LeaderFetcher",
+    "divergence_target",
+    "run_follower",
+]
 
 log = logging.getLogger(__name__)
 
@@ -103,20 +110,28 @@ async def _truncate_to_leader(job: FollowerJob, peers: PeerClientLike) -> None:
         target = job.target()
         if target is None:
             return
-        if result.end_offset < 0:
-            # The leader knows no epoch this old: keep only what is committed (Kafka: the HW).
-            cut = min(target.high_watermark, target.log_end_offset)
-        elif result.leader_epoch == latest:
-            cut = min(result.end_offset, target.log_end_offset)
-        else:
-            cut = divergence_target(target, result.leader_epoch, result.end_offset)
-        cut = max(cut, job.start_offset) if target.log_end_offset > job.start_offset else cut
-        if cut < target.log_end_offset:
-            log.info("%s-%d: truncating to %d for leader epoch %d", job.topic, job.partition,
-                     cut, job.leader_epoch)
-            target.truncate_to(cut)
-            job.on_progress()
+        _truncate_for(job, target, latest, result.leader_epoch, result.end_offset)
         return
+
+
+def _truncate_for(job: FollowerJob, target: UnifiedLog, asked_epoch: int, leader_epoch: int,
+                  end_offset: int) -> None:
+    """Truncates ``target`` after the leader answered that ``leader_epoch`` (the latest it has
+    at or below ``asked_epoch``) ends at ``end_offset`` (KIP-279)."""
+    if end_offset < 0:
+        # The leader knows no epoch this old: keep only what is committed (Kafka: the HW).
+        cut = min(target.high_watermark, target.log_end_offset)
+    elif leader_epoch == asked_epoch:
+        cut = min(end_offset, target.log_end_offset)
+    else:
+        cut = divergence_target(target, leader_epoch, end_offset)
+    # Never below the active chunk's start: older offsets belong to other chunks.
+    cut = max(cut, job.start_offset) if target.log_end_offset > job.start_offset else cut
+    if cut < target.log_end_offset:
+        log.info("%s-%d: truncating to %d for leader epoch %d", job.topic, job.partition,
+                 cut, job.leader_epoch)
+        target.truncate_to(cut)
+        job.on_progress()
 
 
 def _apply_answer(job: FollowerJob, target: UnifiedLog, answer: FetchPartitionResponse,
@@ -193,3 +208,204 @@ async def run_follower(job: FollowerJob, peers: PeerClientLike) -> None:
             return
         if not _apply_answer(job, target, answer, fetch_offset):
             await asyncio.sleep(job.backoff_s)
+
+
+class _Member:
+    """One partition followed through a :class:`LeaderFetcher`."""
+
+    __slots__ = ("backoff_until", "job", "truncated")
+
+    def __init__(self, job: FollowerJob) -> None:
+        self.job = job
+        self.truncated = False
+        self.backoff_until = 0.0
+
+
+class FollowerRegistration:
+    """A partition's place in a :class:`LeaderFetcher`; ``cancel()`` stops following."""
+
+    def __init__(self, fetcher: LeaderFetcher, member: _Member) -> None:
+        self._fetcher = fetcher
+        self._member = member
+
+    def cancel(self) -> bool:
+        self._fetcher.remove(self._member)
+        return True
+
+    def done(self) -> bool:
+        return not self._fetcher.has(self._member)
+
+
+class LeaderFetcher:
+    """Follows every partition this broker replicates from one leader, with one fetch at a time.
+
+    Kafka's ReplicaFetcherThread: a single long poll carries all the partitions (one HTTP
+    request instead of one per partition), and OffsetsForLeaderEpoch asks for all partitions
+    that start a new leader epoch at once. A partition whose answer failed backs off alone. An
+    answer for a partition removed or re-added meanwhile is dropped. Not thread-safe.
+    """
+
+    def __init__(self, leader: int, node_id: int, peers: PeerClientLike,
+                 broker_epoch: Callable[[], int], *, fetch_wait_ms: int = 500,
+                 fetch_max_bytes: int = 1024 * 1024, backoff_s: float = 1.0) -> None:
+        self.leader = leader
+        self.node_id = node_id
+        self.peers = peers
+        self.broker_epoch = broker_epoch
+        self.fetch_wait_ms = fetch_wait_ms
+        self.fetch_max_bytes = fetch_max_bytes
+        self.backoff_s = backoff_s
+        self.members: dict[tuple[str, int], _Member] = {}
+        self._changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, job: FollowerJob) -> FollowerRegistration:
+        """Follows ``job``'s partition (replacing its previous job: a new leader epoch
+        truncates first); starts the loop if needed."""
+        member = _Member(job)
+        self.members[(job.topic, job.partition)] = member
+        self._changed.set()
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run_logged())
+        return FollowerRegistration(self, member)
+
+    def remove(self, member: _Member) -> None:
+        key = (member.job.topic, member.job.partition)
+        if self.members.get(key) is member:
+            del self.members[key]
+            self._changed.set()
+
+    def has(self, member: _Member) -> bool:
+        return self.members.get((member.job.topic, member.job.partition)) is member
+
+    def stop(self) -> None:
+        self.members.clear()
+        if self.task is not None:
+            self.task.cancel()
+
+    async def _run_logged(self) -> None:
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("fetcher from broker %d failed", self.leader)
+
+    def _drop_gone(self) -> None:
+        for key, member in list(self.members.items()):
+            if member.job.target() is None:
+                del self.members[key]
+
+    async def run(self) -> None:
+        """Truncates new members, then long-polls the leader for every ready member."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self._drop_gone()
+            now = loop.time()
+            if any(not m.truncated and m.backoff_until <= now for m in self.members.values()):
+                await self._truncate_new()
+                continue
+            ready = {k: m for k, m in self.members.items()
+                     if m.truncated and m.backoff_until <= now}
+            if not ready:
+                wake = min((m.backoff_until for m in self.members.values()),
+                           default=now + 3600) - now
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), max(wake, 0.001))
+                continue
+            await self._fetch(ready)
+
+    async def _truncate_new(self) -> None:
+        now = asyncio.get_running_loop().time()
+        asking: dict[tuple[str, int], tuple[_Member, int]] = {}
+        for key, member in self.members.items():
+            if member.truncated or member.backoff_until > now:
+                continue
+            target = member.job.target()
+            if target is None:
+                continue
+            latest = target.latest_epoch
+            if latest < 0 or target.log_end_offset == target.log_start_offset:
+                member.truncated = True  # nothing of ours can diverge
+                continue
+            asking[key] = (member, latest)
+        if not asking:
+            return
+        by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
+        for (topic, index), (member, latest) in asking.items():
+            by_topic.setdefault(topic, []).append(OffsetForLeaderPartition(
+                partition=index, current_leader_epoch=member.job.leader_epoch,
+                leader_epoch=latest))
+        request = OffsetForLeaderEpochRequest(replica_id=self.node_id, topics=tuple(
+            OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+        try:
+            response = await self.peers.offsets_for_leader_epoch(self.leader, request)
+        except PeerUnavailable as error:
+            log.info("OffsetsForLeaderEpoch to %d failed: %s", self.leader, error)
+            self._back_off(member for member, _ in asking.values())
+            return
+        answered: set[tuple[str, int]] = set()
+        for topic_result in response.topics:
+            for result in topic_result.partitions:
+                key = (topic_result.topic, result.partition)
+                found = asking.get(key)
+                if found is None or not self.has(found[0]):
+                    continue
+                member, latest = found
+                answered.add(key)
+                target = member.job.target()
+                if target is None:
+                    continue
+                if result.error_code != 0:
+                    self._back_off([member])
+                    continue
+                _truncate_for(member.job, target, latest, result.leader_epoch, result.end_offset)
+                member.truncated = True
+        self._back_off(m for k, (m, _) in asking.items() if k not in answered)
+
+    def _back_off(self, members: Iterable[_Member]) -> None:
+        until = asyncio.get_running_loop().time() + self.backoff_s
+        for member in members:
+            member.backoff_until = until
+
+    async def _fetch(self, ready: dict[tuple[str, int], _Member]) -> None:
+        offsets: dict[tuple[str, int], int] = {}
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for key, member in ready.items():
+            target = member.job.target()
+            if target is None:
+                continue
+            offset = max(target.log_end_offset, member.job.start_offset)
+            offsets[key] = offset
+            by_topic.setdefault(key[0], []).append(FetchPartition(
+                partition=key[1], fetch_offset=offset,
+                partition_max_bytes=self.fetch_max_bytes,
+                current_leader_epoch=member.job.leader_epoch,
+                last_fetched_epoch=target.latest_epoch,
+                log_start_offset=target.log_start_offset))
+        if not by_topic:
+            return
+        request = FetchRequest(
+            replica_id=self.node_id, replica_epoch=self.broker_epoch(),
+            max_wait_ms=self.fetch_wait_ms, min_bytes=1,
+            max_bytes=max(self.fetch_max_bytes, min(len(offsets) * self.fetch_max_bytes,
+                                                    50 * 1024 * 1024)),
+            topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+        try:
+            response = await self.peers.fetch(self.leader, request)
+        except PeerUnavailable as error:
+            log.info("fetch from %d failed: %s", self.leader, error)
+            self._back_off(ready.values())
+            return
+        for topic_answer in response.responses:
+            for answer in topic_answer.partitions:
+                key = (topic_answer.topic, answer.partition)
+                sent = ready.get(key)
+                if sent is None or not self.has(sent) or key not in offsets:
+                    continue  # removed, or re-added with a new epoch, while the fetch ran
+                target = sent.job.target()
+                if target is None:
+                    continue
+                if not _apply_answer(sent.job, target, answer, offsets[key]):
+                    self._back_off([sent])

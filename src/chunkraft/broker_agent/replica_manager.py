@@ -44,7 +44,7 @@ from chunkraft.broker_agent.chunk_lookup import (
 from chunkraft.broker_agent.isr import IsrTracker
 from chunkraft.broker_agent.partition import Partition, Role
 from chunkraft.broker_agent.peer_client import ControllerChannelLike, PeerClientLike
-from chunkraft.broker_agent.replica_fetcher import FollowerJob, run_follower
+from chunkraft.broker_agent.replica_fetcher import FollowerJob, LeaderFetcher
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.throttle import Throttle
 from chunkraft.controller.image import (
@@ -145,6 +145,7 @@ class ReplicaManager:
         self._reporter: asyncio.Task[None] | None = None
         self._background: list[asyncio.Task[None]] = []
         self._alters: set[asyncio.Task[None]] = set()
+        self._fetchers: dict[int, LeaderFetcher] = {}  # one per leader broker followed
         self._stopped = False
 
     # ------------------------------------------------------------------ metadata
@@ -360,8 +361,14 @@ class ReplicaManager:
             fetch_max_bytes=self.config.replica_fetch_max_bytes,
             backoff_s=self.config.replica_fetch_backoff_ms / 1000,
         )
-        partition.fetcher = asyncio.get_running_loop().create_task(
-            _logged(lambda: run_follower(job, self.peers), f"follower {partition.label}"))
+        fetcher = self._fetchers.get(record.leader)
+        if fetcher is None:
+            fetcher = self._fetchers[record.leader] = LeaderFetcher(
+                record.leader, self.node_id, self.peers, self.broker_epoch,
+                fetch_wait_ms=self.config.replica_fetch_wait_max_ms,
+                fetch_max_bytes=self.config.replica_fetch_max_bytes,
+                backoff_s=self.config.replica_fetch_backoff_ms / 1000)
+        partition.fetcher = fetcher.add(job)
         partition.fetcher_leader = record.leader
         partition.fetcher_epoch = record.leader_epoch
 
@@ -807,9 +814,12 @@ class ReplicaManager:
         closes the logs."""
         self._stopped = True
         tasks: list[asyncio.Task[Any]] = list(self._background)
+        for fetcher in self._fetchers.values():
+            fetcher.members.clear()
+            if fetcher.task is not None:
+                tasks.append(fetcher.task)
+        self._fetchers.clear()
         for partition in self.partitions.values():
-            if partition.fetcher is not None:
-                tasks.append(partition.fetcher)
             tasks.extend(partition.copies.values())
             partition.fetcher = None
             partition.copies.clear()

@@ -156,3 +156,76 @@ def test_a_follower_behind_the_leaders_log_start_continues_there_keeping_its_dat
     assert follower_log.log_start_offset == 0  # offsets 0..1 stay (another chunk's data)
     leader_log.close()
     follower_log.close()
+
+
+class _TwoPartitionLeader:
+    """A leader of partitions 0 and 1 of topic t, from real logs; counts its requests."""
+
+    def __init__(self, logs: dict[int, UnifiedLog]) -> None:
+        self.logs = logs
+        self.fetches: list[FetchRequest] = []
+        self.epoch_requests: list[OffsetForLeaderEpochRequest] = []
+
+    async def fetch(self, broker_id: int, request: FetchRequest) -> FetchResponse:
+        self.fetches.append(request)
+        answers = []
+        for want in request.topics[0].partitions:
+            log_ = self.logs[want.partition]
+            read = log_.read(want.fetch_offset, 1 << 20, log_.log_end_offset)
+            answers.append(FetchPartitionResponse(
+                partition=want.partition, high_watermark=log_.log_end_offset,
+                records=base64.b64encode(read.records).decode()))
+        await asyncio.sleep(0.01)
+        return FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=tuple(answers)),))
+
+    async def offsets_for_leader_epoch(self, broker_id: int, request: OffsetForLeaderEpochRequest
+                                       ) -> OffsetForLeaderEpochResponse:
+        self.epoch_requests.append(request)
+        results = []
+        for want in request.topics[0].partitions:
+            epoch, end = self.logs[want.partition].end_offset_for_epoch(want.leader_epoch)
+            results.append(OffsetForLeaderPartitionResult(partition=want.partition,
+                                                          leader_epoch=epoch, end_offset=end))
+        return OffsetForLeaderEpochResponse(topics=(OffsetForLeaderTopicResult(
+            topic="t", partitions=tuple(results)),))
+
+
+def test_one_fetcher_per_leader_carries_every_partition(tmp_path: Path) -> None:
+    from chunkraft.broker_agent.replica_fetcher import LeaderFetcher
+
+    leader_logs = {i: _log(tmp_path / f"leader-{i}") for i in (0, 1)}
+    _fill(leader_logs[0], [b"a"], 0)
+    _fill(leader_logs[0], [b"b"], 1)
+    _fill(leader_logs[1], [b"c"], 1)
+    followers = {i: _log(tmp_path / f"follower-{i}") for i in (0, 1)}
+    _fill(followers[0], [b"a", b"stale"], 0)  # diverged in epoch 0: one offset goes
+    leader = _TwoPartitionLeader(leader_logs)
+
+    async def scenario() -> None:
+        fetcher = LeaderFetcher(0, 1, leader, lambda: 1, fetch_wait_ms=10, backoff_s=0.001)
+        registrations = {}
+        for index in (0, 1):
+            job = _job(followers[index], 1)
+            job.partition = index
+            registrations[index] = fetcher.add(job)
+        for _ in range(500):
+            if followers[0].log_end_offset == 2 and followers[1].log_end_offset == 1 \
+                    and followers[0].latest_epoch == 1:
+                break
+            await asyncio.sleep(0.005)
+        assert followers[0].end_offset_for_epoch(0) == (0, 1)
+        assert len(leader.epoch_requests) == 1  # only partition 0 had epochs to check
+        assert {len(r.topics[0].partitions) for r in leader.fetches} == {2}
+        registrations[1].cancel()
+        assert registrations[1].done() and not registrations[0].done()
+        asked = len(leader.fetches)
+        for _ in range(100):
+            if len(leader.fetches) > asked + 1:
+                break
+            await asyncio.sleep(0.005)
+        assert [p.partition for p in leader.fetches[-1].topics[0].partitions] == [0]
+        fetcher.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
+    for log_ in (*leader_logs.values(), *followers.values()):
+        log_.close()
