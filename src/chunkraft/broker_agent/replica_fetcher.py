@@ -1,4 +1,7 @@
-"""A follower of an active chunk: truncate to the leader's log, then fetch from it forever.
+"""Followers of active chunks: truncate to the leader's log, then fetch from it forever.
+
+The ReplicaManager runs one :class:`LeaderFetcher` per leader broker, carrying every partition
+it follows from that leader; :func:`run_follower` is the same loop for a single partition.
 
 On a new leader epoch the follower first asks the leader for the end offset of its own latest
 epoch (OffsetsForLeaderEpoch, KIP-101 / KIP-279) and truncates what the leader does not have;
