@@ -534,3 +534,34 @@ def test_every_delta_applied_twice_gives_the_same_logs(tmp_path: Path) -> None:
             await cluster.close()
 
     _run(scenario())
+
+
+def test_restart_prunes_a_chunk_moved_away_while_down_and_keeps_the_rest(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        from chunkraft.records import ChunkChangeRecord
+
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0,))
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, FIRST)
+            assert await b0.roll_chunk(TOPIC, 0, (0,), 0) == (0, None)  # broker 0 keeps both
+            await produce(b0, SECOND)
+            await cluster.stop_broker(0)
+            # While broker 0 is down, chunk 0 leaves it (here: straight to broker 1's care).
+            topic = cluster.controller.image.topics.get_by_name(TOPIC)
+            assert topic is not None
+            await cluster.controller.commit([ChunkChangeRecord(
+                partition_id=0, topic_id=topic.topic_id, start_offset=0, replicas=(1,),
+                isr=(1,), epoch=1)])
+            b0 = await cluster.start_broker(0)
+            log0 = b0.logs.get(TOPIC, 0)
+            assert log0 is not None
+            assert (log0.log_start_offset, log0.log_end_offset) == (10, 20)
+            assert values_of(await consume(b0, 10)) == SECOND
+            assert (await consume(b0, 0)).error_code == Errors.NOT_LEADER_OR_FOLLOWER.code
+        finally:
+            await cluster.close()
+
+    _run(scenario())
