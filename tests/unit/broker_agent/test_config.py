@@ -98,3 +98,14 @@ def test_docs_list_every_setting() -> None:
     text = DOCS.read_text()
     missing = [s.name for s in SETTINGS if f"`{s.name}`" not in text]
     assert not missing, f"docs/broker.md does not list {missing}"
+
+
+def test_chunkraft_broker_exits_2_on_a_configuration_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from chunkraft.cli.main import main
+
+    status = main(["broker", "--config", write(tmp_path, REQUIRED), "--override", "node.id=-1"])
+    assert status == 2
+    assert "error: node.id (command line)" in capsys.readouterr().err
+    assert main(["broker", "--config", str(tmp_path / "missing.properties")]) == 2
+    assert "cannot read config file" in capsys.readouterr().err
