@@ -133,6 +133,10 @@ class MetadataFollower:
         self.snapshots_loaded = 0
         self.batches_applied = 0
         self.failures = 0
+        self.listener_failures = 0
+        self.on_listener_error: Callable[[BaseException], None] | None = None
+        """Called when a listener raised: its replicas no longer match the image (the process
+        asks the controller to fence the broker)."""
         self._url_index = 0
         self._node_of_url: dict[str, int] = {}
         self._applied = asyncio.Condition()
@@ -273,8 +277,11 @@ class MetadataFollower:
                 await listener.on_metadata(delta, image)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as error:
                 logger.exception("a metadata listener failed at offset %d", image.offset)
+                self.listener_failures += 1
+                if self.on_listener_error is not None:
+                    self.on_listener_error(error)
         self.applied_offset = image.offset
         async with self._applied:
             self._applied.notify_all()

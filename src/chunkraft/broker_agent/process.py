@@ -165,6 +165,16 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
     else:
         logger.warning("no ReplicaManager in this build: the broker hosts no replicas")
     follower.add_listener(replica_manager)
+
+    def replicas_broken(error: BaseException) -> None:
+        # The ReplicaManager failed on a delta: its replicas may not match the image any more,
+        # so leadership should move away (Kafka's broker would stop). Fenced until restarted.
+        if not lifecycle.want_fence:
+            logger.error("broker %d: asking the controller to fence this broker after: %r",
+                         config.node_id, error)
+        lifecycle.want_fence = True
+
+    follower.on_listener_error = replicas_broken
     producer_type = _optional("chunkraft.broker_agent.producer_ids", "ProducerIdManager")
     producer_ids = (producer_type(channel, config.node_id, broker_epoch)
                     if producer_type is not None else None)

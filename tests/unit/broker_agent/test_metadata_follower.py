@@ -254,3 +254,25 @@ def test_delta_between_two_images_applies_to_the_newer_and_asks_the_same_of_brok
     for broker_id in BROKERS:
         assert as_plain(diff.topics_delta.local_changes(broker_id)) == as_plain(
             by_records.topics_delta.local_changes(broker_id)), broker_id
+
+
+def test_a_failing_listener_is_reported_and_the_stream_goes_on() -> None:
+    records = replay_records()
+    quorum = FakeQuorum(records, leader=-1)
+    errors: list[BaseException] = []
+
+    class Broken:
+        async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+            raise RuntimeError("disk gone")
+
+    async def scenario() -> MetadataFollower:
+        follower = follower_of(quorum)
+        follower.add_listener(Broken())
+        follower.on_listener_error = errors.append
+        await catch_up(follower, len(records) - 1)
+        await follower.channel.aclose()
+        return follower
+
+    follower = asyncio.run(scenario())
+    assert follower.listener_failures == len(errors) >= 1
+    assert str(errors[0]) == "disk gone" and follower.applied_offset == len(records) - 1
