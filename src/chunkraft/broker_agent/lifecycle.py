@@ -124,7 +124,8 @@ class BrokerLifecycle:
     async def controlled_shutdown(self, timeout: float) -> bool:
         """Asks the controller to let this broker go; whether it said so within ``timeout``.
 
-        A broker never registered (or fenced: nothing to move away) needs no permission."""
+        A broker never registered needs no permission; a fenced one gets it at its next
+        heartbeat (it leads nothing)."""
         self.shutting_down = True
         if self.broker_epoch < 0:
             return True
