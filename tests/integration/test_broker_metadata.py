@@ -1,8 +1,8 @@
 """Each broker's image equals the controllers' at the same offset: after a storm of metadata
 changes, and after a broker fell so far behind that it had to load a snapshot.
 
-The controllers keep a small retained tail (5,000 bytes) (``metadata.max.retained.bytes``), so a broker
-paused with SIGSTOP while the storm goes on finds its offset trimmed away when it resumes.
+The controllers keep a small retained tail (``metadata.max.retained.bytes`` = 5,000), so a
+broker paused with SIGSTOP while the storm goes on finds its offset trimmed away when it resumes.
 """
 
 from __future__ import annotations
