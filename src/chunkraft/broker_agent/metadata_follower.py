@@ -211,12 +211,16 @@ class MetadataFollower:
         if isinstance(node_id, int):
             self._node_of_url[url] = node_id
         self.leader_id = leader_id if isinstance(leader_id, int) else None
-        if self.leader_id is None or self.leader_id == node_id:
+        if self.leader_id is None:
+            return
+        if self.leader_id == node_id:
+            self.channel.prefer(url)
             return
         urls = self.channel.urls
         for index, candidate in enumerate(urls):
             if self._node_of_url.get(candidate) == self.leader_id:
                 self._url_index = index
+                self.channel.prefer(candidate)  # writes too: no forwarding hop
                 return
         # The leader's URL is not known yet: try one we have not heard from.
         unknown = [i for i, u in enumerate(urls) if u not in self._node_of_url]

@@ -108,3 +108,22 @@ def test_the_last_retriable_status_is_what_it_gives_up_with() -> None:
     with pytest.raises(ControllerRpcError) as raised:
         run(scenario())
     assert raised.value.status == 503 and raised.value.error is Errors.NOT_CONTROLLER
+
+
+def test_prefer_moves_the_next_call_to_a_known_url() -> None:
+    hosts: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        hosts.append(request.url.host)
+        return httpx.Response(200, json={})
+
+    async def scenario() -> None:
+        rpc = channel(handler)
+        rpc.prefer("http://c3")
+        await rpc.call("/controller/v1/broker-heartbeat", {})
+        rpc.prefer("http://elsewhere")  # not a controller of this channel: ignored
+        await rpc.call("/controller/v1/broker-heartbeat", {})
+        await rpc.aclose()
+
+    run(scenario())
+    assert hosts == ["c3", "c3"]

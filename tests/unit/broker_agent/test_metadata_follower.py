@@ -156,6 +156,7 @@ def test_the_follower_moves_to_the_leader_once_it_knows_its_url() -> None:
                                    "c2/controller/v1/metadata-log",
                                    "c2/controller/v1/metadata-log"]
     assert follower.url == "http://c2" and follower.leader_id == 2
+    assert follower.channel.preferred_url == "http://c2"  # the lifecycle's calls go there too
 
 
 def replay_records() -> list[Any]:
