@@ -174,7 +174,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--runs", default=",".join(f"{r}x{k}" for r, k in RUNS),
+                        help="RATExPER_REQUEST, comma-separated (default: %(default)s)")
     args = parser.parse_args()
+    runs = [tuple(int(n) for n in item.split("x")) for item in args.runs.split(",")]
     # SIGTERM (a timeout) must still run the finally below: the cluster is ours to stop.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-propagation-"))
@@ -185,7 +188,7 @@ def main() -> int:
         cluster.wait_ready(timeout=60)
         cluster.start_brokers()
         cluster.wait_brokers_ready(timeout=60)
-        for rate, per_request in RUNS:
+        for rate, per_request in runs:
             measure(cluster, rate, per_request, args.seconds)
     finally:
         cluster.stop_brokers(timeout=30)
