@@ -1,9 +1,10 @@
 """End to end: ``chunkraft cluster --demo --exit`` on a fresh dir, then the same dir again.
 
-The first run starts three real controller processes, walks through the demo against them
-(KIP-195 + KIP-253 expansion, a KIP-1114 chunk cut and move, kill -9 of the leader) and stops
-them; the output is what an operator reads, so the test reads it too. The second run restarts
-the same cluster from its data. Finally the cluster is started once more here, to ask it over
+The first run starts three real controller processes and three broker agents, walks through
+the demo against them (KIP-195 + KIP-253 expansion, a KIP-1114 chunk cut and move, the KIP's
+chunk test plan with real data on the brokers, kill -9 of the leader) and stops them; the
+output is what an operator reads, so the test reads it too. The second run restarts the same
+cluster from its data. Finally the cluster is started once more here, to ask it over
 HTTP whether the demo's topics survived both restarts.
 """
 
@@ -98,6 +99,24 @@ def test_the_demo_runs_and_the_cluster_restarts_with_its_data(tmp_path: Path) ->
     target = [int(b) for b in moved[5].split(",")]
     assert moved[5] == moved[6] and int(moving[7]) in target and int(moving[8]) not in target
     assert "report their copies complete: the move finishes" in move
+
+    # KIP-1114's AlterChunkAssignmentsTest on the real broker agents, checked on their disks.
+    kip = next(v for k, v in steps.items() if k.startswith("KIP-1114 on the broker agents"))
+    assert "broker 0 appended offsets 0..9 (acks=all)" in kip, kip
+    cut_on_disk = next(v for k, v in steps.items()
+                       if k.startswith("Cut the active chunk onto broker 1"))
+    assert "inactive chunk start 0 stop 9 end 9: replicas [0], epoch 0" in cut_on_disk
+    assert "broker 1 appended offsets 10..19" in cut_on_disk
+    assert "broker 0 disk: inactive chunk 0: offsets 0..9" in cut_on_disk
+    assert "broker 1 disk: active chunk 10: offsets 10..19" in cut_on_disk
+    moved_on_disk = next(v for k, v in steps.items()
+                         if k.startswith("Move the inactive chunk [0..9] to broker 2"))
+    assert "inactive chunk start 0 stop 9 end 9: replicas [2], epoch 2" in moved_on_disk
+    assert "broker 0 disk: nothing of kip-0" in moved_on_disk
+    assert "broker 2 disk: inactive chunk 0: offsets 0..9" in moved_on_disk
+    read = next(v for k, v in steps.items() if k.startswith("A reader walks"))
+    assert "broker 2 served offsets 0..9 (inactive chunk, stop offset 9)" in read, read
+    assert "broker 1 served offsets 10..19 (active chunk, high watermark 20)" in read, read
 
     # kill -9 of the leader: the next write commits, and all three nodes end on one image.
     failover = next(v for k, v in steps.items() if k.startswith("kill -9 the leader"))

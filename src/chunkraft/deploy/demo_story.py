@@ -4,9 +4,10 @@ Everything goes through the controllers' HTTP RPC surface, as brokers and admin 
 four brokers register (by RPC, on closed ports: the story's own, next to the cluster's real
 broker agents) and are unfenced, a topic is created on them and expanded (KIP-195, with
 KIP-253's epochs), a partition's active chunk is cut and an inactive chunk moved (KIP-1114), and
-then the leader is killed with SIGKILL and the quorum carries on without losing a write. The
-topic's replicas are assigned to the story's brokers by hand, so the real broker agents only
-follow the metadata; at the end each shows the image hash it reached.
+then the leader is killed with SIGKILL and the quorum carries on without losing a write. That
+topic's replicas are assigned to the story's brokers by hand; the real broker agents follow its
+metadata, and then run KIP-1114's chunk test plan with real data
+(:mod:`chunkraft.deploy.data_plane_story`); at the end each shows the image hash it reached.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import uuid
 from typing import Any
 
 from chunkraft.client.controller_rpc import ControllerRpcClient
+from chunkraft.deploy.data_plane_story import run_data_plane_demo
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.records.uuids import kafka_uuid_str
 
@@ -178,6 +180,8 @@ def run_demo(cluster: LocalCluster) -> None:
             _check(answer, "chunk-replica-state")
         print(f"broker(s) {added} report their copies complete: the move finishes")
         _print_topic(_describe(client, client.last_offset, topic_name))
+
+        run_data_plane_demo(cluster)
 
         _say("kill -9 the leader controller while writing; the quorum elects another")
         old_leader = cluster.leader_id()
