@@ -70,19 +70,8 @@ def first_missing_offset(log_: UnifiedLog, first: int, last: int) -> int:
 
 def start_at_gap(log_: UnifiedLog, offset: int) -> None:
     """Makes the log's next offset ``offset`` (above its LEO), leaving a gap for offsets that
-    belong to chunks held elsewhere; nothing happens when the LEO is already there or past it.
-
-    An empty log restarts at ``offset``; a log holding older chunks gets an empty segment based
-    at ``offset``. The log store has no public call for that yet, so this uses its own roll and
-    empty-segment replacement (the same steps its follower append takes for a gap).
-    """
-    if log_.log_end_offset >= offset:
-        return
-    if log_.log_end_offset == log_.log_start_offset:
-        log_.truncate_fully_and_start_at(offset)
-        return
-    log_.roll()
-    log_._replace_empty_active(offset)
+    belong to chunks held elsewhere (:meth:`UnifiedLog.start_at`)."""
+    log_.start_at(offset)
 
 
 def trim_batches(data: bytes, first: int, last: int) -> bytes:

@@ -423,6 +423,21 @@ class UnifiedLog:
         if self._segments[-1].size:
             self._roll(self.log_end_offset)
 
+    def start_at(self, offset: int) -> None:
+        """Make ``offset`` the next offset, leaving a gap above the LEO for offsets that live in
+        chunks held elsewhere; nothing happens when the LEO is already at or past it.
+
+        An empty log restarts at ``offset``; a log holding older chunks gets an empty active
+        segment based at ``offset`` (the same steps a follower append takes for a gap).
+        """
+        if self.log_end_offset >= offset:
+            return
+        if self.log_end_offset == self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        self.roll()
+        self._replace_empty_active(offset)
+
     def append_as_leader(
         self,
         batches: bytes | bytearray | memoryview,

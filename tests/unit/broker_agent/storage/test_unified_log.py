@@ -420,3 +420,21 @@ def test_damaged_base_offset_outside_the_crc_is_cut(tmp_path: Path) -> None:
     data[3 * size + 7] ^= 0x40  # base offset of the last batch: 9 -> 73
     seg.write_bytes(bytes(data))
     assert open_log(tmp_path).log_end_offset == 9
+
+
+def test_start_at_leaves_a_gap_for_chunks_held_elsewhere(tmp_path: Path) -> None:
+    empty = open_log(tmp_path / "empty")
+    empty.start_at(50)
+    assert (empty.log_start_offset, empty.log_end_offset) == (50, 50)
+    assert empty.append_as_leader(batch(2), 1).first_offset == 50
+    empty.close()
+
+    log = open_log(tmp_path / "held")
+    fill(log, 2)  # offsets 0..5: an older chunk
+    log.start_at(40)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 40)
+    assert log.append_as_leader(batch(3), 1).first_offset == 40
+    assert offsets(log.read(0, 100_000, 100).records) == [0, 1, 2, 3, 4, 5, 40, 41, 42]
+    log.start_at(10)  # below the LEO: nothing happens
+    assert log.log_end_offset == 43
+    log.close()
