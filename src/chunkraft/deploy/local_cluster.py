@@ -380,11 +380,19 @@ class LocalCluster:
         return self.broker_nodes[broker_id].url
 
     def grant_broker_acls(self, timeout: float = 30.0) -> None:
-        """CLUSTER_ACTION on the cluster for every broker agent's principal (idempotent: an
-        existing ACL is not written again). The quorum must be up."""
+        """CLUSTER_ACTION on the cluster for every broker agent's principal, and CREATE, WRITE,
+        READ, DESCRIBE on topics PREFIXED ``__`` (the coordinators create and use the internal
+        topics ``__transaction_state`` and ``__consumer_offsets``). Idempotent: an existing ACL
+        is not written again. The quorum must be up."""
         creations = [{"resource_type": "CLUSTER", "resource_name": "kafka-cluster",
                       "principal": f"User:broker-{broker_id}", "operation": "CLUSTER_ACTION",
                       "permission_type": "ALLOW"} for broker_id in self.broker_nodes]
+        creations += [{"resource_type": "TOPIC", "resource_name": "__",
+                       "resource_pattern_type": "PREFIXED",
+                       "principal": f"User:broker-{broker_id}",
+                       "operation": operation, "permission_type": "ALLOW"}
+                      for broker_id in self.broker_nodes
+                      for operation in ("CREATE", "WRITE", "READ", "DESCRIBE")]
         if not creations:
             return
         from chunkraft.client.controller_rpc import ControllerRpcClient
