@@ -17,6 +17,7 @@ from pydantic import Field
 
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.errors import error_response
+from chunkraft.broker_agent.coordinator.marker_hooks import markers_written
 from chunkraft.broker_agent.server.access import (
     allowed_topics,
     broker_refusal,
@@ -311,7 +312,9 @@ async def write_txn_markers(request: Request) -> Response:
                               AclOperation.CLUSTER_ACTION)
     if refusal is not None:
         return refusal
-    return json_answer(await runtime.replica_manager.write_txn_markers(parsed))
+    answer = await runtime.replica_manager.write_txn_markers(parsed)
+    await markers_written(runtime.replica_manager, parsed, answer)  # the group coordinator
+    return json_answer(answer)
 
 
 # ------------------------------------------------------------------ CreateChunks (a roll)
