@@ -1,0 +1,464 @@
+"""GroupCoordinator: consumer groups' offsets and membership on the broker that leads their
+``__consumer_offsets`` partition.
+
+The coordinator of group g is the leader of partition ``positive murmur2(g) % partitions`` of
+``__consumer_offsets``. Its committed offsets are records of that partition (encoding:
+:mod:`.offset_records`), appended through the ReplicaManager's leader path with acks=-1 so
+they are replicated like any partition; the cache is the fold of the log up to the high
+watermark (:class:`.offsets_state.OffsetsState`). When this broker leads an offsets partition
+at a leader epoch it has not loaded, it replays the log from its start before answering (the
+requests that arrive meanwhile wait a little, then get COORDINATOR_LOAD_IN_PROGRESS); before
+every answer it folds what the log gained since (its own commits, and the COMMIT / ABORT
+markers the transaction coordinator writes there, which settle TxnOffsetCommits). A broker
+that does not lead the partition answers NOT_COORDINATOR. Membership
+(:class:`.membership.GroupMembership`) is in memory only. A background task (started with the
+coordinator, cancelled with the broker's tasks) expires members and loads newly led
+partitions. Everything runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership
+from chunkraft.broker_agent.coordinator.groups.offset_records import (
+    CommittedOffset,
+    OffsetKey,
+    encode_key,
+    encode_value,
+)
+from chunkraft.broker_agent.coordinator.groups.offsets_state import OffsetsState
+from chunkraft.broker_agent.coordinator.marker_hooks import (
+    add_marker_listener,
+    remove_marker_listener,
+)
+from chunkraft.dataplane.murmur2 import positive_hash
+from chunkraft.dataplane.record_batch import build_batch
+from chunkraft.error_codes import Errors
+from chunkraft.protocol.coordinators import (
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitTopic,
+    OffsetFetchPartition,
+    OffsetFetchTopic,
+    OffsetFetchTopicRequest,
+    RangeOffset,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from chunkraft.protocol.data_plane import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
+
+__all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "TopicPartition"]
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+LOAD_WAIT_S = 5.0  # how long a request waits for a load before COORDINATOR_LOAD_IN_PROGRESS
+TICK_S = 0.25
+WRITE_TIMEOUT_MS = 10_000
+READ_BYTES = 4 * 1024 * 1024
+
+TopicPartition = tuple[str, int]
+
+# What a failed append of coordinator state tells the client (Kafka's
+# GroupMetadataManager: the coordinator moved, or it cannot write right now).
+_WRITE_ERRORS = {
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.INVALID_PRODUCER_EPOCH: Errors.PRODUCER_FENCED,
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Loaded:
+    """One offsets partition this broker leads: its state, the leader epoch it was loaded
+    at, and a lock so that folds and appends do not interleave."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.state = OffsetsState()
+        self.lock = asyncio.Lock()
+
+
+class GroupCoordinator:
+    """The group coordinator of one broker (module docstring).
+
+    ``runtime`` is the broker runtime (its ``replica_manager`` and ``follower.image`` are
+    read); ``now_ms`` the clock of session timeouts. Errors come back as :class:`Errors`
+    values, never as exceptions; the routes authorize before calling.
+    """
+
+    def __init__(self, runtime: Any, *, now_ms: Callable[[], int] = _now_ms) -> None:
+        self.runtime = runtime
+        self.now_ms = now_ms
+        self.loaded: dict[int, _Loaded] = {}
+        self.groups: dict[str, GroupMembership] = {}
+        self._loads: dict[int, asyncio.Task[_Loaded | None]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Starts the background task; it is also put in ``runtime.tasks`` (if there is such a
+        list) so the broker's stop cancels it."""
+        if self._task is not None:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
+        tasks = getattr(self.runtime, "tasks", None)
+        if isinstance(tasks, list):
+            tasks.append(self._task)
+        add_marker_listener(self.runtime.replica_manager, self._on_marker)
+
+    async def _on_marker(self, topic: str, partition: int, producer_id: int,
+                         producer_epoch: int, committed: bool) -> None:
+        """A transaction marker reached an offsets partition here: fold it at once, so the
+        transaction's offsets are visible (or gone) before EndTxn's markers are answered."""
+        loaded = self.loaded.get(partition) if topic == OFFSETS_TOPIC else None
+        if loaded is not None:
+            await self._catch_up(partition, loaded)
+
+    async def stop(self) -> None:
+        remove_marker_listener(self.runtime.replica_manager, self._on_marker)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("group coordinator tick failed")
+
+    async def tick(self) -> None:
+        """Expires members; loads offsets partitions newly led here, forgets those lost."""
+        for group in list(self.groups.values()):
+            group.tick()
+        led = self._led_partitions()
+        for index in list(self.loaded):
+            if self.loaded[index].epoch != led.get(index):
+                self._unload(index)
+        for index, epoch in led.items():
+            if index not in self.loaded:
+                self._start_load(index, epoch)
+            else:
+                await self._catch_up(index, self.loaded[index])
+
+    # ------------------------------------------------------------------ partitions
+
+    def partition_count(self) -> int:
+        """Partitions of ``__consumer_offsets`` in this broker's image (0: not created)."""
+        topic = self.runtime.follower.image.topics.get_by_name(OFFSETS_TOPIC)
+        return 0 if topic is None else len(topic.partitions)
+
+    def partition_for(self, group_id: str) -> int | None:
+        count = self.partition_count()
+        return None if count == 0 else positive_hash(group_id.encode()) % count
+
+    def _led_partitions(self) -> dict[int, int]:
+        """Offsets partitions this broker leads now, with their leader epochs."""
+        out: dict[int, int] = {}
+        for (topic, index), partition in list(self.runtime.replica_manager.partitions.items()):
+            if topic == OFFSETS_TOPIC and partition.is_leader:
+                out[index] = partition.leader_epoch
+        return out
+
+    def _leader_epoch(self, index: int) -> int | None:
+        partition = self.runtime.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+        if partition is None or not partition.is_leader:
+            return None
+        epoch: int = partition.leader_epoch
+        return epoch
+
+    def _unload(self, index: int) -> None:
+        self.loaded.pop(index, None)
+        task = self._loads.pop(index, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        self._forget_groups(index)
+
+    def _forget_groups(self, index: int) -> None:
+        count = self.partition_count()
+        for group_id in [g for g in self.groups
+                         if count and positive_hash(g.encode()) % count == index]:
+            del self.groups[group_id]
+
+    def _start_load(self, index: int, epoch: int) -> asyncio.Task[_Loaded | None]:
+        task = self._loads.get(index)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._load(index, epoch),
+                                                          name=f"load-offsets-{index}")
+            self._loads[index] = task
+        return task
+
+    async def _load(self, index: int, epoch: int) -> _Loaded | None:
+        try:
+            loaded = _Loaded(epoch)
+            partition = self.runtime.replica_manager.partitions[(OFFSETS_TOPIC, index)]
+            loaded.state.next_offset = partition.log.log_start_offset
+            started = time.monotonic()
+            await self._catch_up(index, loaded)
+            if self._leader_epoch(index) != epoch:
+                return None
+            # Members of the groups a previous term of ours knew are gone with it.
+            self._forget_groups(index)
+            self.loaded[index] = loaded
+            log.info("loaded %s-%d at leader epoch %d up to offset %d in %.3f s: %d groups",
+                     OFFSETS_TOPIC, index, epoch, loaded.state.next_offset,
+                     time.monotonic() - started, len(loaded.state.groups()))
+            return loaded
+        except Exception:
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, index)
+            return None
+        finally:
+            if self._loads.get(index) is asyncio.current_task():
+                del self._loads[index]
+
+    async def _catch_up(self, index: int, loaded: _Loaded) -> None:
+        """Folds the partition's log from ``state.next_offset`` up to its high watermark."""
+        async with loaded.lock:
+            await self._fold(index, loaded)
+
+    async def _fold(self, index: int, loaded: _Loaded) -> None:
+        state = loaded.state
+        for _ in range(100_000):  # bounded: each round advances or stops
+            request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=READ_BYTES, topics=(
+                FetchTopic(topic=OFFSETS_TOPIC, partitions=(FetchPartition(
+                    partition=index, fetch_offset=state.next_offset,
+                    partition_max_bytes=READ_BYTES),)),))
+            response = await self.runtime.replica_manager.fetch(request)
+            answer = response.responses[0].partitions[0]
+            if answer.error_code == Errors.OFFSET_OUT_OF_RANGE.code and \
+                    answer.log_start_offset > state.next_offset:
+                state.next_offset = answer.log_start_offset  # retention removed the head
+                continue
+            if answer.error_code != 0:
+                raise RuntimeError(f"reading {OFFSETS_TOPIC}-{index} at {state.next_offset}: "
+                                   f"{Errors.for_code(answer.error_code).name}")
+            before = state.next_offset
+            if answer.records:
+                state.apply_bytes(base64.b64decode(answer.records))
+            if state.next_offset == before or state.next_offset >= answer.high_watermark:
+                return
+
+    async def ready(self, group_id: str) -> tuple[Errors, int, _Loaded | None]:
+        """Whether this broker coordinates ``group_id`` now, with its offsets partition caught
+        up: (NONE, partition, loaded) or (error, partition or -1, None)."""
+        index = self.partition_for(group_id)
+        if index is None:
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, None
+        epoch = self._leader_epoch(index)
+        if epoch is None:
+            if index in self.loaded:
+                self._unload(index)
+            return Errors.NOT_COORDINATOR, index, None
+        loaded = self.loaded.get(index)
+        if loaded is None or loaded.epoch != epoch:
+            if loaded is not None:
+                self._unload(index)
+            task = self._start_load(index, epoch)
+            try:
+                loaded = await asyncio.wait_for(asyncio.shield(task), LOAD_WAIT_S)
+            except TimeoutError:
+                return Errors.COORDINATOR_LOAD_IN_PROGRESS, index, None
+            if loaded is None:
+                return Errors.COORDINATOR_LOAD_IN_PROGRESS, index, None
+            return Errors.NONE, index, loaded
+        try:
+            await self._catch_up(index, loaded)
+        except Exception:
+            log.exception("folding %s-%d failed", OFFSETS_TOPIC, index)
+            return Errors.COORDINATOR_NOT_AVAILABLE, index, None
+        return Errors.NONE, index, loaded
+
+    # ------------------------------------------------------------------ offsets
+
+    async def commit_offsets(
+        self, group_id: str, generation_id: int, member_id: str,
+        topics: Iterable[OffsetCommitTopic], *, producer_id: int = -1, producer_epoch: int = -1,
+        transactional_id: str | None = None,
+    ) -> tuple[Errors, dict[TopicPartition, Errors]]:
+        """OffsetCommit (``producer_id`` -1) or TxnOffsetCommit: appends the commits of
+        ``topics`` as one batch and answers once the ISR has it. Returns a whole-request
+        error (NONE when it went through) and the outcome per partition."""
+        error, index, loaded = await self.ready(group_id)
+        entries: list[tuple[TopicPartition, CommittedOffset]] = []
+        now = self.now_ms()
+        for topic in topics:
+            for p in topic.partitions:
+                entries.append(((topic.name, p.partition_index), CommittedOffset(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata,
+                    tuple((r.lo, r.hi, r.offset) for r in p.range_offsets), now)))
+        if loaded is None:
+            return error, {tp: error for tp, _ in entries}
+        group = self.groups.get(group_id)
+        if group is not None and producer_id < 0:
+            # A transactional commit is fenced by its producer epoch instead (KIP-447 aside).
+            refused = group.check_commit(member_id, generation_id)
+            if refused is not Errors.NONE:
+                return refused, {tp: refused for tp, _ in entries}
+        elif producer_id < 0 and (generation_id >= 0 or member_id):
+            # A member of a generation this coordinator never formed (it moved here).
+            return Errors.UNKNOWN_MEMBER_ID, {tp: Errors.UNKNOWN_MEMBER_ID for tp, _ in entries}
+        if not entries:
+            return Errors.NONE, {}
+        records = [(encode_key(OffsetKey(group_id, tp[0], tp[1])), encode_value(value), now)
+                   for tp, value in entries]
+        batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
+                            transactional=producer_id >= 0)
+        outcome = await self._append(index, loaded, batch, transactional_id)
+        return Errors.NONE, {tp: outcome for tp, _ in entries}
+
+    async def _append(self, index: int, loaded: _Loaded, batch: bytes,
+                      transactional_id: str | None) -> Errors:
+        request = ProduceRequest(
+            transactional_id=transactional_id, acks=-1, timeout_ms=WRITE_TIMEOUT_MS,
+            topics=(ProduceTopicData(name=OFFSETS_TOPIC, partition_count=self.partition_count(),
+                                     partitions=(ProducePartitionData(
+                                         index=index,
+                                         records=base64.b64encode(batch).decode()),)),))
+        async with loaded.lock:
+            response = await self.runtime.replica_manager.produce(request)
+            answer = response.topics[0].partitions[0]
+            if answer.error_code != 0:
+                error = Errors.for_code(answer.error_code)
+                log.info("appending to %s-%d failed: %s %s", OFFSETS_TOPIC, index, error.name,
+                         answer.error_message)
+                return _WRITE_ERRORS.get(error, error)
+            # Fold it now: the HW passed the batch (acks=-1), so the log is the truth.
+            try:
+                await self._fold(index, loaded)
+            except Exception:
+                log.exception("folding %s-%d failed", OFFSETS_TOPIC, index)
+        return Errors.NONE
+
+    async def fetch_offsets(
+        self, group_id: str, topics: Iterable[OffsetFetchTopicRequest] | None, *,
+        require_stable: bool = False, may_describe: Callable[[str], bool] = lambda _: True,
+    ) -> tuple[Errors, tuple[OffsetFetchTopic, ...]]:
+        """OffsetFetch: the committed offsets (with their range offsets) of ``topics``, or of
+        every partition the group committed (topics ``may_describe`` refuses left out);
+        partitions without a commit answer offset -1. ``require_stable``: partitions with a
+        pending transactional commit answer UNSTABLE_OFFSET_COMMIT."""
+        error, _, loaded = await self.ready(group_id)
+        if loaded is None:
+            return error, ()
+        offsets = loaded.state.offsets_of(group_id)
+        wanted: list[tuple[str, tuple[int, ...]]]
+        if topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for name, partition in sorted(offsets):
+                if may_describe(name):
+                    by_topic.setdefault(name, []).append(partition)
+            wanted = [(name, tuple(ps)) for name, ps in by_topic.items()]
+        else:
+            wanted = [(t.name, t.partition_indexes) for t in topics]
+        out: list[OffsetFetchTopic] = []
+        for name, partitions in wanted:
+            answers: list[OffsetFetchPartition] = []
+            for partition in partitions:
+                if require_stable and loaded.state.has_pending(group_id, [(name, partition)]):
+                    unstable = Errors.UNSTABLE_OFFSET_COMMIT
+                    answers.append(OffsetFetchPartition(
+                        partition_index=partition, error_code=unstable.code,
+                        error_message=unstable.message))
+                    continue
+                value = offsets.get((name, partition))
+                if value is None:
+                    answers.append(OffsetFetchPartition(partition_index=partition))
+                    continue
+                answers.append(OffsetFetchPartition(
+                    partition_index=partition, committed_offset=value.offset,
+                    committed_leader_epoch=value.leader_epoch, metadata=value.metadata,
+                    range_offsets=tuple(RangeOffset(lo=lo, hi=hi, offset=off)
+                                        for lo, hi, off in value.range_offsets)))
+            out.append(OffsetFetchTopic(name=name, partitions=tuple(answers)))
+        return Errors.NONE, tuple(out)
+
+    # ------------------------------------------------------------------ membership
+
+    def _group(self, group_id: str) -> GroupMembership:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = GroupMembership(group_id, self.now_ms)
+            self.groups[group_id] = group
+        return group
+
+    async def join_group(self, request: JoinGroupRequest) -> JoinGroupResponse:
+        error, _, loaded = await self.ready(request.group_id)
+        if loaded is None:
+            return JoinGroupResponse(error_code=error.code, error_message=error.message,
+                                     member_id=request.member_id)
+        future = self._group(request.group_id).join(
+            request.member_id, request.topics, request.session_timeout_ms,
+            request.rebalance_timeout_ms)
+        # The rebalance deadline completes the future (tick); this bound only guards a
+        # coordinator that stopped ticking.
+        try:
+            return await asyncio.wait_for(asyncio.shield(future),
+                                          request.rebalance_timeout_ms / 1000 + 5)
+        except TimeoutError:
+            rebalancing = Errors.REBALANCE_IN_PROGRESS
+            return JoinGroupResponse(error_code=rebalancing.code,
+                                     error_message=rebalancing.message,
+                                     member_id=request.member_id)
+
+    async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
+        error, _, loaded = await self.ready(request.group_id)
+        group = self.groups.get(request.group_id)
+        if loaded is None:
+            return SyncGroupResponse(error_code=error.code, error_message=error.message)
+        if group is None:
+            unknown = Errors.UNKNOWN_MEMBER_ID
+            return SyncGroupResponse(error_code=unknown.code, error_message=unknown.message)
+        future = group.sync(request.member_id, request.generation_id, request.assignments)
+        member = group.members.get(request.member_id)
+        bound = (member.rebalance_timeout_ms if member is not None else 30_000) / 1000 + 5
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), bound)
+        except TimeoutError:
+            rebalancing = Errors.REBALANCE_IN_PROGRESS
+            return SyncGroupResponse(error_code=rebalancing.code,
+                                     error_message=rebalancing.message)
+
+    async def heartbeat(self, group_id: str, generation_id: int, member_id: str
+                        ) -> HeartbeatResponse:
+        error, _, loaded = await self.ready(group_id)
+        if loaded is not None:
+            group = self.groups.get(group_id)
+            error = (Errors.UNKNOWN_MEMBER_ID if group is None
+                     else group.heartbeat(member_id, generation_id))
+        return HeartbeatResponse(error_code=error.code,
+                                 error_message=error.message if error.code else None)
+
+    async def leave_group(self, group_id: str, member_id: str) -> LeaveGroupResponse:
+        error, _, loaded = await self.ready(group_id)
+        if loaded is not None:
+            group = self.groups.get(group_id)
+            error = Errors.UNKNOWN_MEMBER_ID if group is None else group.leave(member_id)
+        return LeaveGroupResponse(error_code=error.code,
+                                  error_message=error.message if error.code else None)

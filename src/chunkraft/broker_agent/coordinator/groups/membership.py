@@ -1,0 +1,241 @@
+"""GroupMembership: the classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup protocol of one
+group, one generation at a time (Kafka's ``GroupCoordinator``, simplified).
+
+States: EMPTY (no members), PREPARING_REBALANCE (waiting for every member to (re)join, at most
+the largest rebalance timeout; members that did not rejoin by then are removed),
+COMPLETING_REBALANCE (a new generation exists; waiting for the leader's SyncGroup with the
+assignment), STABLE. The leader is the member whose join came first (kept across
+generations while it stays). A member not heard from (join, sync or heartbeat) within its
+session timeout is removed and the others rebalance. Membership lives in the coordinator's
+memory only: after a coordinator moves, members learn UNKNOWN_MEMBER_ID and join again (their
+committed offsets are in the log). Every method runs on the broker's event loop; ``now_ms``
+is injected so tests drive time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chunkraft.error_codes import Errors
+from chunkraft.protocol.coordinators import (
+    JoinGroupMember,
+    JoinGroupResponse,
+    SyncGroupAssignment,
+    SyncGroupResponse,
+    TopicPartitions,
+)
+
+__all__ = ["GroupMembership", "GroupState", "Member"]
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+
+
+@dataclass
+class Member:
+    """One member: its subscription, timeouts, last sign of life, and waiters."""
+
+    member_id: str
+    topics: tuple[str, ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    last_seen_ms: int
+    assignment: tuple[TopicPartitions, ...] = ()
+    join_waiter: asyncio.Future[JoinGroupResponse] | None = None
+    sync_waiter: asyncio.Future[SyncGroupResponse] | None = None
+
+
+@dataclass
+class GroupMembership:
+    """The members and generation of one group (module docstring)."""
+
+    group_id: str
+    now_ms: Callable[[], int]
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    leader: str = ""
+    members: dict[str, Member] = field(default_factory=dict)  # in join order
+    rebalance_deadline_ms: int = 0
+
+    # ------------------------------------------------------------------ requests
+
+    def join(self, member_id: str, topics: tuple[str, ...], session_timeout_ms: int,
+             rebalance_timeout_ms: int) -> asyncio.Future[JoinGroupResponse]:
+        """A JoinGroup; the future completes when the new generation forms (or at once with
+        an error)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[JoinGroupResponse] = loop.create_future()
+        now = self.now_ms()
+        if member_id and member_id not in self.members:
+            future.set_result(_join_error(Errors.UNKNOWN_MEMBER_ID, member_id))
+            return future
+        if not member_id:
+            member_id = f"{self.group_id}-{uuid.uuid4()}"
+            self.members[member_id] = Member(member_id, topics, session_timeout_ms,
+                                             rebalance_timeout_ms, now)
+        member = self.members[member_id]
+        member.topics = topics
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.last_seen_ms = now
+        if member.join_waiter is not None and not member.join_waiter.done():
+            # A retried join replaces the older one; answer the older as superseded.
+            member.join_waiter.set_result(_join_error(Errors.REBALANCE_IN_PROGRESS, member_id))
+        member.join_waiter = future
+        if self.state is not GroupState.PREPARING_REBALANCE:
+            self._prepare_rebalance()
+        self._maybe_complete_join()
+        return future
+
+    def sync(self, member_id: str, generation_id: int,
+             assignments: tuple[SyncGroupAssignment, ...]) -> asyncio.Future[SyncGroupResponse]:
+        """A SyncGroup: the leader's carries the assignment; each member's future completes
+        with its own part once the leader's arrived."""
+        future: asyncio.Future[SyncGroupResponse] = asyncio.get_running_loop().create_future()
+        member = self.members.get(member_id)
+        if member is None:
+            future.set_result(_sync_error(Errors.UNKNOWN_MEMBER_ID))
+            return future
+        if generation_id != self.generation_id:
+            future.set_result(_sync_error(Errors.ILLEGAL_GENERATION))
+            return future
+        member.last_seen_ms = self.now_ms()
+        if self.state is GroupState.PREPARING_REBALANCE:
+            future.set_result(_sync_error(Errors.REBALANCE_IN_PROGRESS))
+            return future
+        if self.state is GroupState.STABLE:
+            future.set_result(SyncGroupResponse(partitions=member.assignment))
+            return future
+        # COMPLETING_REBALANCE
+        member.sync_waiter = future
+        if member_id == self.leader:
+            given = {a.member_id: a.partitions for a in assignments}
+            for other in self.members.values():
+                other.assignment = given.get(other.member_id, ())
+            self.state = GroupState.STABLE
+            for other in self.members.values():
+                waiter, other.sync_waiter = other.sync_waiter, None
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(SyncGroupResponse(partitions=other.assignment))
+        return future
+
+    def heartbeat(self, member_id: str, generation_id: int) -> Errors:
+        member = self.members.get(member_id)
+        if member is None:
+            return Errors.UNKNOWN_MEMBER_ID
+        member.last_seen_ms = self.now_ms()
+        if self.state is GroupState.PREPARING_REBALANCE:
+            return Errors.REBALANCE_IN_PROGRESS
+        if generation_id != self.generation_id:
+            return Errors.ILLEGAL_GENERATION
+        return Errors.NONE
+
+    def leave(self, member_id: str) -> Errors:
+        if member_id not in self.members:
+            return Errors.UNKNOWN_MEMBER_ID
+        self._remove(member_id)
+        return Errors.NONE
+
+    def check_commit(self, member_id: str, generation_id: int) -> Errors:
+        """Whether a member may commit offsets now (Kafka's ``validateOffsetCommit``): a
+        consumer without membership (generation -1, no member id) only while the group has no
+        members."""
+        if generation_id < 0 and not member_id:
+            return Errors.NONE if not self.members else Errors.UNKNOWN_MEMBER_ID
+        member = self.members.get(member_id)
+        if member is None:
+            return Errors.UNKNOWN_MEMBER_ID
+        if generation_id != self.generation_id:
+            return Errors.ILLEGAL_GENERATION
+        if self.state is GroupState.PREPARING_REBALANCE:
+            return Errors.REBALANCE_IN_PROGRESS
+        member.last_seen_ms = self.now_ms()
+        return Errors.NONE
+
+    # ------------------------------------------------------------------ time
+
+    def tick(self) -> None:
+        """Expires silent members and overdue rebalances; the coordinator calls it often."""
+        now = self.now_ms()
+        for member in list(self.members.values()):
+            waiting = member.join_waiter is not None and not member.join_waiter.done()
+            if not waiting and now - member.last_seen_ms > member.session_timeout_ms:
+                self._remove(member.member_id)
+        if self.state is GroupState.PREPARING_REBALANCE and now >= self.rebalance_deadline_ms:
+            for member in list(self.members.values()):
+                if member.join_waiter is None or member.join_waiter.done():
+                    self._remove(member.member_id, rebalance=False)
+            self._maybe_complete_join(force=True)
+        elif self.state is GroupState.COMPLETING_REBALANCE and now >= self.rebalance_deadline_ms:
+            # The leader never sent the assignment: start over.
+            self._prepare_rebalance()
+
+    # ------------------------------------------------------------------ internals
+
+    def _prepare_rebalance(self) -> None:
+        self.state = GroupState.PREPARING_REBALANCE
+        longest = max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+        self.rebalance_deadline_ms = self.now_ms() + longest
+        for member in self.members.values():
+            waiter, member.sync_waiter = member.sync_waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(_sync_error(Errors.REBALANCE_IN_PROGRESS))
+
+    def _remove(self, member_id: str, *, rebalance: bool = True) -> None:
+        member = self.members.pop(member_id)
+        if member.join_waiter is not None and not member.join_waiter.done():
+            member.join_waiter.set_result(_join_error(Errors.UNKNOWN_MEMBER_ID, member_id))
+        if member.sync_waiter is not None and not member.sync_waiter.done():
+            member.sync_waiter.set_result(_sync_error(Errors.UNKNOWN_MEMBER_ID))
+        if member_id == self.leader:
+            self.leader = ""
+        if not self.members:
+            self.state = GroupState.EMPTY
+            self.leader = ""
+            return
+        if rebalance and self.state is not GroupState.PREPARING_REBALANCE:
+            self._prepare_rebalance()
+        elif rebalance:
+            self._maybe_complete_join()
+
+    def _maybe_complete_join(self, *, force: bool = False) -> None:
+        if self.state is not GroupState.PREPARING_REBALANCE:
+            return
+        joined = [m for m in self.members.values()
+                  if m.join_waiter is not None and not m.join_waiter.done()]
+        if not joined or (not force and len(joined) < len(self.members)):
+            return
+        self.generation_id += 1
+        if self.leader not in self.members:
+            self.leader = next(iter(self.members))
+        self.state = GroupState.COMPLETING_REBALANCE
+        longest = max(m.rebalance_timeout_ms for m in self.members.values())
+        self.rebalance_deadline_ms = self.now_ms() + longest
+        everyone = tuple(JoinGroupMember(member_id=m.member_id, topics=m.topics)
+                         for m in self.members.values())
+        for member in self.members.values():
+            waiter, member.join_waiter = member.join_waiter, None
+            member.assignment = ()
+            member.last_seen_ms = self.now_ms()  # the session restarts with the generation
+            if waiter is not None and not waiter.done():
+                waiter.set_result(JoinGroupResponse(
+                    generation_id=self.generation_id, leader=self.leader,
+                    member_id=member.member_id,
+                    members=everyone if member.member_id == self.leader else ()))
+
+
+def _join_error(error: Errors, member_id: str) -> JoinGroupResponse:
+    return JoinGroupResponse(error_code=error.code, error_message=error.message,
+                             member_id=member_id)
+
+
+def _sync_error(error: Errors) -> SyncGroupResponse:
+    return SyncGroupResponse(error_code=error.code, error_message=error.message)

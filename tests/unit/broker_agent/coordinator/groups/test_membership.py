@@ -1,0 +1,112 @@
+"""GroupMembership: generations, leader, assignment, heartbeats, session timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership, GroupState
+from chunkraft.error_codes import Errors
+from chunkraft.protocol.coordinators import SyncGroupAssignment, TopicPartitions
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def _assign(member: str, *partitions: int) -> SyncGroupAssignment:
+    return SyncGroupAssignment(member_id=member, partitions=(
+        TopicPartitions(name="orders", partitions=partitions),))
+
+
+def test_one_member_forms_a_generation_and_syncs() -> None:
+    async def scenario() -> None:
+        group = GroupMembership("g", Clock())
+        joined = await group.join("", ("orders",), 10_000, 30_000)
+        assert joined.error_code == 0 and joined.generation_id == 1
+        assert joined.leader == joined.member_id
+        assert [m.member_id for m in joined.members] == [joined.member_id]
+        synced = await group.sync(joined.member_id, 1, (_assign(joined.member_id, 0, 1),))
+        assert synced.partitions[0].partitions == (0, 1)
+        assert group.state is GroupState.STABLE
+        assert group.heartbeat(joined.member_id, 1) is Errors.NONE
+        assert group.heartbeat(joined.member_id, 0) is Errors.ILLEGAL_GENERATION
+        assert group.heartbeat("nobody", 1) is Errors.UNKNOWN_MEMBER_ID
+    asyncio.run(scenario())
+
+
+def test_a_second_member_rebalances_and_the_first_stays_leader() -> None:
+    async def scenario() -> None:
+        group = GroupMembership("g", Clock())
+        first = await group.join("", ("orders",), 10_000, 30_000)
+        await group.sync(first.member_id, 1, (_assign(first.member_id, 0, 1),))
+        second_join = asyncio.ensure_future(group.join("", ("orders",), 10_000, 30_000))
+        await asyncio.sleep(0)
+        assert not second_join.done()  # waits for the first member to rejoin
+        assert group.heartbeat(first.member_id, 1) is Errors.REBALANCE_IN_PROGRESS
+        assert group.check_commit(first.member_id, 1) is Errors.REBALANCE_IN_PROGRESS
+        rejoined = await group.join(first.member_id, ("orders",), 10_000, 30_000)
+        second = await second_join
+        assert rejoined.generation_id == second.generation_id == 2
+        assert rejoined.leader == second.leader == first.member_id
+        assert len(rejoined.members) == 2 and second.members == ()
+        follower_sync = asyncio.ensure_future(group.sync(second.member_id, 2, ()))
+        await asyncio.sleep(0)
+        assert not follower_sync.done()  # waits for the leader's assignment
+        await group.sync(first.member_id, 2, (_assign(first.member_id, 0),
+                                              _assign(second.member_id, 1)))
+        assert (await follower_sync).partitions[0].partitions == (1,)
+        assert group.check_commit(second.member_id, 2) is Errors.NONE
+        assert group.check_commit("", -1) is Errors.UNKNOWN_MEMBER_ID  # the group has members
+    asyncio.run(scenario())
+
+
+def test_silent_members_expire_and_the_rest_rebalance() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        group = GroupMembership("g", clock)
+        first = await group.join("", ("orders",), 10_000, 30_000)
+        await group.sync(first.member_id, 1, ())
+        second_join = asyncio.ensure_future(group.join("", ("orders",), 10_000, 30_000))
+        await asyncio.sleep(0)
+        clock.now += 11_000  # the first member never rejoins nor heartbeats
+        group.tick()
+        second = await second_join
+        assert second.error_code == 0 and second.generation_id == 2
+        assert second.leader == second.member_id
+        assert list(group.members) == [second.member_id]
+        assert group.leave(second.member_id) is Errors.NONE
+        assert group.state is GroupState.EMPTY
+        assert group.check_commit("", -1) is Errors.NONE
+    asyncio.run(scenario())
+
+
+def test_a_rebalance_timeout_drops_members_that_did_not_rejoin() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        group = GroupMembership("g", clock)
+        first = await group.join("", ("orders",), 60_000, 5_000)
+        await group.sync(first.member_id, 1, ())
+        second_join = asyncio.ensure_future(group.join("", ("orders",), 60_000, 5_000))
+        await asyncio.sleep(0)
+        clock.now += 4_000
+        assert group.heartbeat(first.member_id, 1) is Errors.REBALANCE_IN_PROGRESS
+        clock.now += 2_000
+        group.tick()
+        second = await second_join
+        assert second.generation_id == 2 and first.member_id not in group.members
+    asyncio.run(scenario())
+
+
+def test_unknown_member_join_and_leave() -> None:
+    async def scenario() -> None:
+        group = GroupMembership("g", Clock())
+        answer = await group.join("ghost", ("orders",), 10_000, 30_000)
+        assert answer.error_code == Errors.UNKNOWN_MEMBER_ID.code
+        assert group.leave("ghost") is Errors.UNKNOWN_MEMBER_ID
+        synced = await group.sync("ghost", 1, ())
+        assert synced.error_code == Errors.UNKNOWN_MEMBER_ID.code
+    asyncio.run(scenario())
