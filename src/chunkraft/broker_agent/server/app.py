@@ -26,7 +26,12 @@ from pydantic import BaseModel
 from chunkraft.api.authentication import AuthenticationMiddleware, principal_of
 from chunkraft.api.errors import ErrorBody, install_error_handlers
 from chunkraft.api.metrics import METRICS_CONTENT_TYPE, RequestMetricsMiddleware, RequestStats
-from chunkraft.broker_agent.server import local_replicas_route, metadata_route, routes
+from chunkraft.broker_agent.server import (
+    group_routes,
+    local_replicas_route,
+    metadata_route,
+    routes,
+)
 from chunkraft.broker_agent.server.access import cluster_refusal
 from chunkraft.broker_agent.server.http import json_answer
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
@@ -150,6 +155,7 @@ def create_broker_app(runtime: BrokerRuntimeLike, *, lifespan: Lifespan | None =
     app.include_router(routes.router)
     app.include_router(local_replicas_route.router)
     app.include_router(metadata_route.router)
+    app.include_router(group_routes.router)
 
     @app.get("/broker/v1/status", tags=["broker data plane"], response_model=None,
              summary="This broker's ids, registration, metadata offset and replica counts "
