@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from chunkraft.broker_agent.chunk_lookup import locate_for_consumer
 from chunkraft.broker_agent.partition import Partition
 from chunkraft.broker_agent.storage.errors import OffsetOutOfRangeError
-from chunkraft.dataplane.record_batch import filter_by_key_hash, iter_batches
+from chunkraft.dataplane.record_batch import filter_by_key_hash, iter_batches, without_records
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
     EARLIEST_TIMESTAMP,
@@ -121,8 +121,9 @@ def _read(log_: UnifiedLog, start: int, upper: int, want: FetchPartition, budget
         kept = []
         for _, view in iter_batches(data):
             filtered = filter_by_key_hash(view, lo, hi)
-            if filtered is not None:
-                kept.append(filtered)
+            # A batch with no matching record still goes out, empty, so the reader moves past
+            # its offsets instead of asking for the same window again.
+            kept.append(filtered if filtered is not None else without_records(view))
         data = b"".join(kept)
     if data:
         budget.read_any = True
@@ -146,6 +147,11 @@ def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
     partition = rm.partitions.get((topic, index))
     offset = want.fetch_offset
     if want.chunk_start_offset >= 0:
+        if request.replica_id < 0:
+            # Beyond the stop offset lie offsets of transactions still open at the cut, whose
+            # markers are in the next chunk: only replicas copying the chunk may read them.
+            return _error(index, Errors.INVALID_REQUEST,
+                          "chunk_start_offset is for replicas copying a chunk (replica_id >= 0)")
         chunk = image_topic.chunk(index, want.chunk_start_offset)
         if chunk is None:
             return _error(index, Errors.UNKNOWN_CHUNK,

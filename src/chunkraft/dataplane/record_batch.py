@@ -65,6 +65,7 @@ __all__ = [
     "rewrite_base",
     "valid_prefix_length",
     "validate_batch",
+    "without_records",
 ]
 
 MAGIC = 2
@@ -769,6 +770,29 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
         record_count=len(kept),
+    )
+
+
+def without_records(view: Buffer) -> bytes:
+    """The batch's header with no records: record count 0 and a new CRC, the same base offset
+    and ``lastOffsetDelta``, so the offsets it spans stay accounted for.
+
+    A key-range fetch answers a batch none of whose records matched this way, as Kafka keeps an
+    emptied batch after compaction: a reader moves past ``last_offset`` instead of fetching the
+    same offsets again."""
+    header = parse_header(view)
+    return _assemble(
+        b"",
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        record_count=0,
     )
 
 

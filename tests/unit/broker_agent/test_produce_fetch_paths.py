@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.dataplane.murmur2 import positive_hash
-from chunkraft.dataplane.record_batch import build_batch
+from chunkraft.dataplane.record_batch import build_batch, iter_batches
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
     FetchPartition,
@@ -149,6 +149,51 @@ def test_key_range_fetch_keeps_only_keys_hashed_in_range(tmp_path: Path) -> None
             kept = values_of(answer.responses[0].partitions[0])
             assert kept == [v for v in values if lo <= hashes[v] <= hi]
             assert 0 < len(kept) < 20
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_a_batch_without_a_key_in_range_comes_back_empty_so_the_reader_moves_on(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1)
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            outside, inside = b"a", b"b"
+            while positive_hash(b"k" + outside) < 2**30:  # a key hashed above the range
+                outside += b"a"
+            while positive_hash(b"k" + inside) >= 2**30:  # and one within it
+                inside += b"b"
+            await produce(b0, [outside] * 3)  # offsets 0..2
+            await produce(b0, [inside])  # offset 3
+            answer = await b0.fetch(FetchRequest(max_wait_ms=0, topics=(FetchTopic(
+                topic=TOPIC, partitions=(FetchPartition(partition=0, fetch_offset=0,
+                                                        key_range=(0, 2**30 - 1)),)),)))
+            part = answer.responses[0].partitions[0]
+            headers = [h for h, _ in iter_batches(base64.b64decode(part.records))]
+            assert [(h.base_offset, h.last_offset, h.record_count) for h in headers] == [
+                (0, 2, 0), (3, 3, 1)]
+            assert values_of(part) == [inside]
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_only_a_replica_may_read_a_chunk_past_its_stop_offset(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1)
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            await produce(b0, [b"x"])
+            answer = await b0.fetch(FetchRequest(max_wait_ms=0, topics=(FetchTopic(
+                topic=TOPIC, partitions=(FetchPartition(partition=0, fetch_offset=0,
+                                                        chunk_start_offset=0),)),)))
+            assert answer.responses[0].partitions[0].error_code == Errors.INVALID_REQUEST.code
         finally:
             await cluster.close()
 

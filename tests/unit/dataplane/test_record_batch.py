@@ -27,6 +27,7 @@ from chunkraft.dataplane.record_batch import (
     rewrite_base,
     valid_prefix_length,
     validate_batch,
+    without_records,
 )
 from chunkraft.errors import LogFileError
 
@@ -457,3 +458,18 @@ def test_trailing_bytes_after_the_records_are_corrupt() -> None:
         decode_records(data)
     with pytest.raises(CorruptBatchError, match="after the 2 records"):
         filter_by_key_hash(data, 0, 0)
+
+
+def test_a_batch_without_records_keeps_its_offsets_and_is_valid() -> None:
+    original = build_batch([(b"k%d" % i, b"v", 1_000 + i) for i in range(5)], base_offset=40,
+                           producer_id=7, producer_epoch=1, base_sequence=3,
+                           partition_leader_epoch=2)
+    emptied = without_records(original)
+    header = validate_batch(emptied, deep=True)
+    before = parse_header(original)
+    assert (header.base_offset, header.last_offset, header.next_offset) == (40, 44, 45)
+    assert header.record_count == 0 and len(emptied) == BATCH_HEADER_SIZE
+    assert (header.producer_id, header.producer_epoch, header.base_sequence,
+            header.partition_leader_epoch) == (7, 1, 3, 2)
+    assert header.max_timestamp == before.max_timestamp
+    assert decode_records(emptied) == []
