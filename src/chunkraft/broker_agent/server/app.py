@@ -27,6 +27,7 @@ from chunkraft.api.authentication import AuthenticationMiddleware, principal_of
 from chunkraft.api.errors import ErrorBody, install_error_handlers
 from chunkraft.api.metrics import METRICS_CONTENT_TYPE, RequestMetricsMiddleware, RequestStats
 from chunkraft.broker_agent.server import (
+    coordinator_routes,
     group_routes,
     local_replicas_route,
     metadata_route,
@@ -155,6 +156,7 @@ def create_broker_app(runtime: BrokerRuntimeLike, *, lifespan: Lifespan | None =
     app.include_router(routes.router)
     app.include_router(local_replicas_route.router)
     app.include_router(metadata_route.router)
+    app.include_router(coordinator_routes.router)
     app.include_router(group_routes.router)
 
     @app.get("/broker/v1/status", tags=["broker data plane"], response_model=None,

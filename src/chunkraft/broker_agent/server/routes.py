@@ -18,6 +18,7 @@ from pydantic import Field
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.errors import error_response
 from chunkraft.broker_agent.coordinator.marker_hooks import markers_written
+from chunkraft.broker_agent.coordinator.transactions import transaction_coordinator_of
 from chunkraft.broker_agent.server.access import (
     allowed_topics,
     broker_refusal,
@@ -262,10 +263,11 @@ async def offsets_for_leader_epoch(request: Request) -> Response:
 async def init_producer_id(request: Request) -> Response:
     """InitProducerId: a fresh producer id with epoch 0 from the broker's block.
 
-    Without a transactional id (an idempotent producer) that is Kafka's answer. With one it is
-    a stand-in until the transaction coordinator (issue 6): a fresh id and epoch 0, no fencing
-    of an earlier producer of the same transactional id. Kafka's checks: producer id and epoch
-    are both -1 or both set (INVALID_REQUEST otherwise).
+    Without a transactional id (an idempotent producer) that is Kafka's answer. With one the
+    transaction coordinator answers (``coordinator.transactions``): the id's producer id with
+    its epoch bumped (fencing an earlier producer), NOT_COORDINATOR when this broker does not
+    coordinate the id. Kafka's checks: producer id and epoch are both -1 or both set
+    (INVALID_REQUEST otherwise).
     """
     parsed = await parse_body(request, InitProducerIdRequest)
     if isinstance(parsed, Response):
@@ -292,6 +294,16 @@ async def init_producer_id(request: Request) -> Response:
             error_code=Errors.INVALID_REQUEST.code,
             error_message="producer_id and producer_epoch must both be -1 or both be set"))
     try:
+        if parsed.transactional_id is not None:
+            coordinator = transaction_coordinator_of(runtime.replica_manager)
+            if coordinator is None:
+                raise ApiException(Errors.COORDINATOR_NOT_AVAILABLE,
+                                   "this broker runs no transaction coordinator")
+            producer_id, epoch = await coordinator.init_producer_id(
+                parsed.transactional_id, parsed.transaction_timeout_ms, parsed.producer_id,
+                parsed.producer_epoch)
+            return json_answer(InitProducerIdResponse(producer_id=producer_id,
+                                                      producer_epoch=epoch))
         producer_id = await runtime.producer_ids.next_id()
     except ApiException as error:
         return json_answer(InitProducerIdResponse(error_code=error.code,
