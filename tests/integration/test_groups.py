@@ -15,6 +15,7 @@ import pytest
 
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
+from chunkraft.dataplane.murmur2 import positive_hash
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
@@ -186,3 +187,37 @@ def test_a_member_joins_syncs_commits_and_leaves(cluster: LocalCluster) -> None:
     gone = _post(cluster, coordinator, "heartbeat", {
         "group_id": group, "generation_id": generation, "member_id": member})
     assert gone["error_code"] == Errors.UNKNOWN_MEMBER_ID.code
+
+
+def test_transactional_offsets_show_only_after_the_commit_marker(cluster: LocalCluster) -> None:
+    group = "transactional"
+    coordinator = _coordinator(cluster, group)
+    producer = _post(cluster, coordinator, "init-producer-id", {})
+    assert producer["error_code"] == 0
+    pid, epoch = producer["producer_id"], producer["producer_epoch"]
+    index = positive_hash(group.encode()) % 3
+
+    def txn_commit(offset: int) -> None:
+        answer = _post(cluster, coordinator, "txn-offset-commit", _commit_body(
+            group, [{"partition_index": 0, "committed_offset": offset}],
+            transactional_id="txn-groups", producer_id=pid, producer_epoch=epoch))
+        assert _commit_errors(answer) == [0]
+
+    def marker(commit: bool) -> None:
+        answer = _post(cluster, coordinator, "write-txn-markers", {"markers": [{
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+            "topics": [{"name": OFFSETS_TOPIC, "partition_indexes": [index]}]}]})
+        assert answer["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
+
+    txn_commit(7)
+    assert _offsets(_fetch(cluster, coordinator, group))[0] == (-1, [])
+    stable = _post(cluster, coordinator, "offset-fetch", {
+        "group_id": group, "require_stable": True,
+        "topics": [{"name": "orders", "partition_indexes": [0]}]})
+    assert stable["topics"][0]["partitions"][0]["error_code"] == \
+        Errors.UNSTABLE_OFFSET_COMMIT.code
+    marker(True)
+    assert _offsets(_fetch(cluster, coordinator, group))[0] == (7, [])
+    txn_commit(9)
+    marker(False)
+    assert _offsets(_fetch(cluster, coordinator, group))[0] == (7, [])
