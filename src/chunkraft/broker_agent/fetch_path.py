@@ -53,6 +53,7 @@ from chunkraft.protocol.data_plane import (
 if TYPE_CHECKING:
     from chunkraft.broker_agent.replica_manager import ReplicaManager
     from chunkraft.broker_agent.storage import UnifiedLog
+    from chunkraft.records import ChunkRecord
 
 __all__ = ["fetch", "list_offsets", "offsets_for_leader_epoch"]
 
@@ -318,9 +319,9 @@ def list_offsets(rm: ReplicaManager, request: ListOffsetsRequest) -> ListOffsets
                 results.append(ListOffsetsPartitionResponse(
                     partition_index=index, offset=offset, leader_epoch=epoch))
             else:
-                found = log_.offset_for_timestamp(want.timestamp)
-                limit = log_.high_watermark if partition.is_leader else log_.log_end_offset
-                if found is None or found[0] >= limit:
+                found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index),
+                                              want.timestamp)
+                if found is None:
                     results.append(ListOffsetsPartitionResponse(partition_index=index))
                 else:
                     results.append(ListOffsetsPartitionResponse(
@@ -328,6 +329,26 @@ def list_offsets(rm: ReplicaManager, request: ListOffsetsRequest) -> ListOffsets
                         leader_epoch=epoch))
         topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(results)))
     return ListOffsetsResponse(topics=tuple(topics))
+
+
+def _offset_for_timestamp(rm: ReplicaManager, partition: Partition,
+                          chunks: tuple[ChunkRecord, ...], timestamp: int
+                          ) -> tuple[int, int] | None:
+    """The first (offset, timestamp) at or after ``timestamp`` that this broker may answer: in
+    an inactive chunk it is in the ISR of (its own log, up to the chunk's stop offset), else, on
+    the active chunk's leader, below the high watermark. Never an offset a consumer could not
+    read here (a follower's data above the HW, a chunk's offsets past its stop)."""
+    for chunk in chunks:
+        if rm.node_id not in chunk.isr:
+            continue
+        found = partition.log_for(chunk.start_offset).offset_for_timestamp(timestamp)
+        if found is not None and chunk.start_offset <= found[0] <= chunk.stop_offset:
+            return found
+    if partition.is_leader:
+        found = partition.log.offset_for_timestamp(timestamp)
+        if found is not None and found[0] < partition.log.high_watermark:
+            return found
+    return None
 
 
 def offsets_for_leader_epoch(rm: ReplicaManager, request: OffsetForLeaderEpochRequest

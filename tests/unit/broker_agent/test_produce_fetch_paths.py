@@ -31,6 +31,7 @@ from tests.unit.broker_agent.replica_harness import (
     TOPIC,
     Cluster,
     consume,
+    eventually,
     produce,
     values_of,
 )
@@ -276,6 +277,46 @@ def test_an_isr_shrinking_below_min_insync_fails_the_waiting_acks_all(tmp_path: 
             assert waiting.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
             refused = await produce(b0, [b"c"])
             assert refused.error_code == Errors.NOT_ENOUGH_REPLICAS.code
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def _list_at(manager: Any, timestamp: int) -> tuple[int, int]:
+    answer = manager.list_offsets(ListOffsetsRequest(topics=(ListOffsetsTopic(
+        name=TOPIC, partitions=(ListOffsetsPartition(partition_index=0,
+                                                     timestamp=timestamp),)),)))
+    part = answer.topics[0].partitions[0]
+    assert part.error_code == 0, part
+    return part.offset, part.timestamp
+
+
+def test_list_offsets_by_timestamp_looks_in_the_chunks_a_broker_holds(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0,))
+        b0, b1 = cluster.managers[0], cluster.managers[1]
+        try:
+            await produce(b0, [f"a{i}".encode() for i in range(10)])  # timestamps 1000..1009
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            later = build_batch([(b"k", b"b%d" % i, 5_000 + i) for i in range(10)])
+            answer = await b1.produce(_request(base64.b64encode(later).decode()))
+            assert answer.topics[0].partitions[0].base_offset == 10
+            # Broker 0 leads nothing now but is in the inactive chunk's ISR: it answers there.
+            assert _list_at(b0, 1_005) == (5, 1_005)
+            assert _list_at(b0, 5_003) == (-1, -1)
+            await cluster.controller.move_chunk(0, (1,))  # into a chunk log of broker 1
+
+            def moved() -> bool:
+                t = cluster.controller.image.topics.get_by_name(TOPIC)
+                return t is not None and t.chunks_of(0)[0].isr == (1,)
+
+            await eventually(moved, "the move of chunk 0 to broker 1")
+            assert _list_at(b1, 0) == (0, 1_000)
+            assert _list_at(b1, 1_005) == (5, 1_005)
+            assert _list_at(b1, 5_003) == (13, 5_003)
+            assert _list_at(b1, 9_999) == (-1, -1)
         finally:
             await cluster.close()
 
