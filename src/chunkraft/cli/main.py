@@ -16,9 +16,11 @@ from chunkraft.cli import (
     broker,
     chunks,
     cluster,
+    consume,
     controller,
     credentials,
     demo,
+    produce,
     quorum,
     records_dump,
     topics,
@@ -33,7 +35,7 @@ Register = Callable[["Subcommands"], None]
 
 COMMANDS: tuple[Register, ...] = (
     cluster.register, controller.register, broker.register, demo.register,
-    topics.register, chunks.register, acls.register,
+    topics.register, chunks.register, acls.register, produce.register, consume.register,
 )
 """Top-level subcommands: ``chunkraft NAME``."""
 
