@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from chunkraft.client.admin import AdminClient
@@ -19,9 +20,14 @@ from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.metadata import ClusterMetadata
 from chunkraft.client.partitioner import partition_for_key
-from chunkraft.client.producer import Producer
+from chunkraft.client.producer import Producer, ProducerError
 from chunkraft.dataplane.record_batch import Record
 from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.protocol.coordinators import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopicRequest,
+)
 from tests.support.brokers import broker_cluster, wait_until
 
 CONTROLLER_PROPERTIES = {
@@ -194,3 +200,102 @@ def test_kip_253_keyed_records_not_yet_acknowledged_follow_the_new_partition_cou
         expected = [b"b%d" % i for i in range(40)
                     if partition_for_key(b"key-%d" % i, 4) == partition]
         assert values == expected
+
+
+def read_committed(cluster: LocalCluster, topic: str, partition: int) -> list[bytes]:
+    """The partition's values a read_committed consumer sees (up to the last stable offset)."""
+    metadata = ClusterMetadata(bootstrap(cluster), token=cluster.admin_token,
+                               verify=cluster.verify)
+    try:
+        metadata.refresh([topic])
+        url = metadata.leader_url(topic, partition)
+        assert url is not None
+        out: list[bytes] = []
+        with BrokerClient(url, token=cluster.admin_token, verify=cluster.verify,
+                          timeout=30) as broker:
+            offset = 0
+            for _ in range(MAX_FETCHES):
+                part, got = broker.fetch_records(topic, partition, offset, max_wait_ms=0,
+                                                 isolation_level=1)
+                assert part.error_code == 0, part
+                out.extend(r.value for r in got if r.value is not None)
+                if not got:
+                    return out
+                offset = got[-1].offset + 1
+    finally:
+        metadata.close()
+    raise AssertionError(f"could not read {topic}-{partition}")
+
+
+def test_transactions_commit_shows_abort_hides_and_a_zombie_is_fenced(
+        brokers: LocalCluster, admin: AdminClient) -> None:
+    admin.create_topic("txn-p", 2, 3)
+    wait_topic(brokers, "txn-p", 2)
+    with producer(brokers, transactional_id="tx-orders") as sender:
+        sender.init_transactions()
+        sender.begin_transaction()
+        for i in range(20):
+            sender.send("txn-p", b"c%d" % i, partition=i % 2)
+        sender.commit_transaction()
+        sender.begin_transaction()
+        for i in range(10):
+            sender.send("txn-p", b"x%d" % i, partition=i % 2)
+        sender.abort_transaction()
+        sender.begin_transaction()
+        sender.send("txn-p", b"last", partition=0)
+        sender.commit_transaction()
+
+        def settled() -> bool:
+            return b"last" in read_committed(brokers, "txn-p", 0)
+
+        wait_until(settled, "the last transaction's marker written", 30, 0.2)
+        values = read_committed(brokers, "txn-p", 0) + read_committed(brokers, "txn-p", 1)
+        assert sorted(values) == sorted([b"c%d" % i for i in range(20)] + [b"last"])
+
+        zombie_epoch = sender.producer_id
+        with producer(brokers, transactional_id="tx-orders") as successor:
+            successor.init_transactions()
+            assert successor.producer_id[0] == zombie_epoch[0]
+            assert successor.producer_id[1] > zombie_epoch[1]
+            sender.begin_transaction()
+            sender.send("txn-p", b"zombie", partition=1)
+            with pytest.raises(ProducerError):
+                sender.commit_transaction()
+            successor.begin_transaction()
+            successor.send("txn-p", b"successor", partition=1)
+            successor.commit_transaction()
+    wait_until(lambda: b"successor" in read_committed(brokers, "txn-p", 1),
+               "the successor's transaction committed", 30, 0.2)
+    assert b"zombie" not in read_committed(brokers, "txn-p", 1)
+
+
+def test_offsets_sent_to_a_transaction_commit_with_it(
+        brokers: LocalCluster, admin: AdminClient) -> None:
+    admin.create_topic("txn-out", 1, 3)
+    wait_topic(brokers, "txn-out", 1)
+    with producer(brokers, transactional_id="tx-offsets") as sender:
+        sender.init_transactions()
+        sender.begin_transaction()
+        sender.send("txn-out", b"processed", partition=0)
+        sender.send_offsets_to_transaction({("txn-out", 0): 7}, "tx-group")
+        sender.commit_transaction()
+    url = bootstrap(brokers)[0]
+    request = OffsetFetchRequest(group_id="tx-group", topics=(
+        OffsetFetchTopicRequest(name="txn-out", partition_indexes=(0,)),))
+    committed: list[int] = []
+
+    def visible() -> bool:
+        answer = httpx.post(f"{url}/broker/v1/find-coordinator", json={
+            "key_type": 0, "keys": ["tx-group"]}, headers=brokers.headers,
+            verify=brokers.verify, timeout=10).json()
+        coordinator = answer["coordinators"][0]["url"]
+        if not coordinator:
+            return False
+        fetched = OffsetFetchResponse.model_validate_json(httpx.post(
+            f"{coordinator}/broker/v1/offset-fetch", content=request.model_dump_json(),
+            headers={**brokers.headers, "content-type": "application/json"},
+            verify=brokers.verify, timeout=10).content)
+        committed[:] = [p.committed_offset for t in fetched.topics for p in t.partitions]
+        return committed == [7]
+
+    wait_until(visible, f"the transaction's offset committed (seen {committed})", 30, 0.2)
