@@ -72,6 +72,9 @@ class BrokerConfig:
     log_flush_interval_messages: int = _NEVER
     log_flush_interval_ms: int = _NEVER
     log_index_interval_bytes: int = 4096
+    transaction_state_log_num_partitions: int = 3
+    offsets_topic_num_partitions: int = 3
+    transaction_max_timeout_ms: int = 900_000
     sources: InitVar[Mapping[str, str] | None] = None
 
     def __post_init__(self, sources: Mapping[str, str] | None) -> None:

@@ -203,6 +203,14 @@ SETTINGS: tuple[BrokerSetting, ...] = (
                   "(default: never forced).", minimum=1),
     BrokerSetting("log.index.interval.bytes", _integer, "Bytes between offset index entries.",
                   minimum=1),
+    BrokerSetting("transaction.state.log.num.partitions", _integer, "Partitions of "
+                  "`__transaction_state` when a broker creates it (first FindCoordinator of a "
+                  "transactional id).", minimum=1),
+    BrokerSetting("offsets.topic.num.partitions", _integer, "Partitions of "
+                  "`__consumer_offsets` when a broker creates it (first FindCoordinator of a "
+                  "group).", minimum=1),
+    BrokerSetting("transaction.max.timeout.ms", _integer, "The largest transaction timeout a "
+                  "producer may ask for (else INVALID_TRANSACTION_TIMEOUT).", minimum=1),
 )
 """Every broker property, in the order docs/broker.md lists them."""
 

@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.broker_agent.coordinator.internal_topics import (
     CONSUMER_OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -129,19 +130,24 @@ class TransactionCoordinator:
 
     @classmethod
     def for_broker(cls, follower: Any, replica_manager: Any, producer_ids: Any,
-                   controller: Any, node_id: int, *, token: str | None = None,
+                   controller: Any, config: BrokerConfig, *, token: str | None = None,
                    verify: ssl.SSLContext | bool = True) -> TransactionCoordinator:
-        """Builds the coordinator of a broker process and makes it a listener of
-        ``follower`` (the metadata follower)."""
+        """Builds the coordinator of a broker process (``transaction.state.log.num
+        .partitions``, ``offsets.topic.num.partitions``, ``transaction.max.timeout.ms`` from
+        ``config``) and makes it a listener of ``follower`` (the metadata follower)."""
 
         def image() -> MetadataImage:
             current: MetadataImage = follower.image
             return current
 
-        coordinator = cls(node_id, replica_manager, producer_ids,
-                          InternalTopics(controller, image),
+        node_id = config.node_id
+        topics = InternalTopics(controller, image, {
+            TRANSACTION_STATE_TOPIC: config.transaction_state_log_num_partitions,
+            CONSUMER_OFFSETS_TOPIC: config.offsets_topic_num_partitions})
+        coordinator = cls(node_id, replica_manager, producer_ids, topics,
                           MarkerSender(node_id, image, replica_manager, token=token,
-                                       verify=verify))
+                                       verify=verify),
+                          max_timeout_ms=config.transaction_max_timeout_ms)
         follower.add_listener(coordinator)
         return coordinator
 
