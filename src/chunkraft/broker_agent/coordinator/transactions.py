@@ -159,7 +159,11 @@ class TransactionCoordinator:
             return
         if self._checker is None or self._checker.done():
             self._checker = asyncio.get_running_loop().create_task(self._check_timeouts())
-        self.check_leadership()
+        try:
+            self.check_leadership()
+        except Exception:
+            # Never raise to the follower: a failing listener makes the broker ask to be fenced.
+            log.exception("transaction coordinator %d: leadership check failed", self.node_id)
 
     def _state_partition(self, index: int) -> Any:
         return self.replica_manager.partitions.get((TRANSACTION_STATE_TOPIC, index))
@@ -176,7 +180,7 @@ class TransactionCoordinator:
         """Starts loading each state partition this broker now leads at a new epoch; forgets
         the ones it does not lead any more."""
         led: set[int] = set()
-        for (topic, index), _ in list(self.replica_manager.partitions.items()):
+        for topic, index in list(getattr(self.replica_manager, "partitions", {})):
             if topic != TRANSACTION_STATE_TOPIC:
                 continue
             epoch = self._leader_epoch(index)

@@ -154,10 +154,12 @@ async def add_partitions_to_txn(request: Request) -> Response:
     denied = {topic.name for topic in parsed.topics if authorizer is not None
               and not authorizer.authorize(image, principal, AclOperation.WRITE,
                                            AclResourceType.TOPIC, topic.name)}
-    unknown = {(topic.name, index) for topic in parsed.topics for index in topic.partitions
-               if topic.name not in denied and (
-                   image.topics.get_by_name(topic.name) is None
-                   or image.topics.get_by_name(topic.name).partition(index) is None)}  # type: ignore[union-attr]
+    unknown: set[tuple[str, int]] = set()
+    for topic in parsed.topics:
+        image_topic = image.topics.get_by_name(topic.name)
+        unknown.update((topic.name, index) for index in topic.partitions
+                       if topic.name not in denied and (
+                           image_topic is None or image_topic.partition(index) is None))
     if denied or unknown:
         def per_partition(name: str, index: int) -> tuple[Errors, str | None]:
             if name in denied:
