@@ -245,3 +245,31 @@ def test_a_coordinator_killed_mid_commit_is_finished_by_the_next_one(
     finally:
         cluster.start_broker(lonely)
         cluster.wait_brokers_ready(timeout=60)
+
+
+def test_the_producer_carries_on_after_a_kill_of_its_coordinator(
+        cluster: LocalCluster) -> None:
+    from chunkraft.client.producer import Producer
+
+    tid = "txn-producer"
+    coordinator = _coordinator(cluster, tid)
+    bootstrap = [cluster.broker_url(b) for b in cluster.broker_nodes]
+    with Producer(bootstrap, token=cluster.admin_token, verify=cluster.verify,
+                  transactional_id=tid) as sender:
+        sender.init_transactions()
+        sender.begin_transaction()
+        sender.send(TOPIC, b"before-kill", partition=0)
+        sender.commit_transaction()
+        cluster.kill_broker(coordinator)
+        try:
+            # The next transaction finds the new coordinator (the new leader of the state
+            # partition, which loaded the id's state) and commits there.
+            sender.begin_transaction()
+            sender.send(TOPIC, b"after-kill", partition=1)
+            sender.commit_transaction()
+            wait_until(lambda: b"after-kill" in (_read(cluster, TOPIC, 1, 1) or []),
+                       "the transaction committed by the new coordinator", 60, 0.5)
+            assert b"before-kill" in (_read(cluster, TOPIC, 0, 1) or [])
+        finally:
+            cluster.start_broker(coordinator)
+    cluster.wait_brokers_ready(timeout=60)
