@@ -548,8 +548,8 @@ class Producer:
                 self._expire()
             except ProducerError as error:
                 self._fail_everything(error)
-            if self.metadata.age > self.metadata_max_age:
-                self._request_refresh()
+            if self.metadata.age > self.metadata_max_age and self.metadata.metadata_offset >= 0:
+                self._request_refresh()  # periodic (metadata.max.age.ms), once there is any
             now = time.monotonic()
             backoffs = [s.backoff_until - now for s in self._states.values()
                         if s.queue and s.backoff_until > now]
