@@ -8,8 +8,8 @@ OffsetFetch DESCRIBE on the group (top-level GROUP_AUTHORIZATION_FAILED) and DES
 (topics refused are answered TOPIC_AUTHORIZATION_FAILED, or left out of an "all topics"
 answer); JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ on the group. A topic the image
 does not know is answered UNKNOWN_TOPIC_OR_PARTITION on commits. Handlers translate only; the
-work is :class:`~chunkraft.broker_agent.coordinator.groups.GroupCoordinator`'s (one per app,
-created and started on first use).
+work is :class:`~chunkraft.broker_agent.coordinator.groups.GroupCoordinator`'s (the one the
+broker process built, or one built on first use).
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.authentication import principal_of
-from chunkraft.broker_agent.coordinator.groups.coordinator import GroupCoordinator
+from chunkraft.broker_agent.coordinator.groups.coordinator import (
+    GroupCoordinator,
+    group_coordinator_of,
+)
 from chunkraft.broker_agent.server.access import allowed_topics, transactional_id_allowed
 from chunkraft.broker_agent.server.http import json_answer, parse_body, post_docs
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
@@ -60,13 +63,18 @@ def _runtime(request: Request) -> BrokerRuntimeLike:
 
 
 def group_coordinator(request: Request) -> GroupCoordinator:
-    """The app's group coordinator, created and started on first use."""
+    """The broker's group coordinator: ``app.state.group_coordinator`` if set (tests), else the
+    one the broker process built for its ReplicaManager, else one built and started now."""
     state = request.app.state
     coordinator: GroupCoordinator | None = getattr(state, "group_coordinator", None)
+    if coordinator is not None:
+        return coordinator
+    runtime = _runtime(request)
+    coordinator = group_coordinator_of(runtime.replica_manager)
     if coordinator is None:
-        coordinator = GroupCoordinator(state.runtime)
-        coordinator.start()
+        coordinator = GroupCoordinator(runtime.replica_manager, lambda: runtime.follower.image)
         state.group_coordinator = coordinator
+    coordinator.start()
     return coordinator
 
 

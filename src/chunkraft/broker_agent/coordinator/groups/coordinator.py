@@ -12,8 +12,9 @@ every answer it folds what the log gained since (its own commits, and the COMMIT
 markers the transaction coordinator writes there, which settle TxnOffsetCommits). A broker
 that does not lead the partition answers NOT_COORDINATOR. Membership
 (:class:`.membership.GroupMembership`) is in memory only. A background task (started with the
-coordinator, cancelled with the broker's tasks) expires members and loads newly led
-partitions. Everything runs on the broker's event loop.
+coordinator) expires members, folds the led partitions' new records and loads newly led
+partitions; the metadata listener (:meth:`GroupCoordinator.on_metadata`) starts loads as soon
+as a delta makes this broker a leader. Everything runs on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import base64
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,6 +40,7 @@ from chunkraft.broker_agent.coordinator.marker_hooks import (
     add_marker_listener,
     remove_marker_listener,
 )
+from chunkraft.controller.image import MetadataImage
 from chunkraft.dataplane.murmur2 import positive_hash
 from chunkraft.dataplane.record_batch import build_batch
 from chunkraft.error_codes import Errors
@@ -63,13 +66,15 @@ from chunkraft.protocol.data_plane import (
     ProduceTopicData,
 )
 
-__all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "TopicPartition"]
+__all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "TopicPartition", "group_coordinator_of"]
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_WAIT_S = 5.0  # how long a request waits for a load before COORDINATOR_LOAD_IN_PROGRESS
 TICK_S = 0.25
+LOAD_POLL_S = 0.05
+LOAD_POLLS = 6000  # 5 minutes of waiting for the high watermark, then load what is there
 WRITE_TIMEOUT_MS = 10_000
 READ_BYTES = 4 * 1024 * 1024
 
@@ -85,6 +90,17 @@ _WRITE_ERRORS = {
     Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
     Errors.INVALID_PRODUCER_EPOCH: Errors.PRODUCER_FENCED,
 }
+
+
+_coordinators: weakref.WeakKeyDictionary[Any, GroupCoordinator] = weakref.WeakKeyDictionary()
+
+
+def group_coordinator_of(replica_manager: Any) -> GroupCoordinator | None:
+    """The group coordinator of a broker's ReplicaManager (None: none built yet)."""
+    try:
+        return _coordinators.get(replica_manager)
+    except TypeError:
+        return None
 
 
 def _now_ms() -> int:
@@ -104,34 +120,62 @@ class _Loaded:
 class GroupCoordinator:
     """The group coordinator of one broker (module docstring).
 
-    ``runtime`` is the broker runtime (its ``replica_manager`` and ``follower.image`` are
-    read); ``now_ms`` the clock of session timeouts. Errors come back as :class:`Errors`
-    values, never as exceptions; the routes authorize before calling.
+    ``replica_manager`` is the broker's ReplicaManager (its ``partitions``, ``fetch`` and
+    ``produce``), ``image()`` the broker's current metadata image, ``now_ms`` the clock of
+    session timeouts. Errors come back as :class:`Errors` values, never as exceptions; the
+    routes authorize before calling. A broker process builds it with :meth:`for_broker` (a
+    metadata listener, so it loads offsets partitions as soon as it leads them); the routes
+    find it with :func:`group_coordinator_of`.
     """
 
-    def __init__(self, runtime: Any, *, now_ms: Callable[[], int] = _now_ms) -> None:
-        self.runtime = runtime
+    def __init__(self, replica_manager: Any, image: Callable[[], MetadataImage], *,
+                 now_ms: Callable[[], int] = _now_ms) -> None:
+        self.replica_manager = replica_manager
+        self.image = image
         self.now_ms = now_ms
         self.loaded: dict[int, _Loaded] = {}
         self.groups: dict[str, GroupMembership] = {}
         self._loads: dict[int, asyncio.Task[_Loaded | None]] = {}
         self._task: asyncio.Task[None] | None = None
+        with contextlib.suppress(TypeError):  # a stand-in that cannot be a weak key (tests)
+            _coordinators[replica_manager] = self
+
+    @classmethod
+    def for_broker(cls, follower: Any, replica_manager: Any) -> GroupCoordinator:
+        """The coordinator of a broker process, a listener of ``follower`` (the metadata
+        follower, whose listeners run after the ReplicaManager applied each delta)."""
+
+        def image() -> MetadataImage:
+            current: MetadataImage = follower.image
+            return current
+
+        coordinator = cls(replica_manager, image)
+        follower.add_listener(coordinator)
+        return coordinator
 
     # ------------------------------------------------------------------ lifecycle
 
+    async def on_metadata(self, delta: Any, image: MetadataImage) -> None:
+        """Metadata listener: starts the background task on the first delta, starts loading
+        offsets partitions led at a new epoch and forgets those lost (without waiting)."""
+        self.start()
+        led = self._led_partitions()
+        for index in list(self.loaded):
+            if self.loaded[index].epoch != led.get(index):
+                self._unload(index)
+        for index, epoch in led.items():
+            if index not in self.loaded:
+                self._start_load(index, epoch)
+
     def start(self) -> None:
-        """Starts the background task; it is also put in ``runtime.tasks`` (if there is such a
-        list) so the broker's stop cancels it."""
+        """Starts the background task (once) and listens to transaction markers."""
         if self._task is not None:
             return
         self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
-        tasks = getattr(self.runtime, "tasks", None)
-        if isinstance(tasks, list):
-            tasks.append(self._task)
         try:
-            add_marker_listener(self.runtime.replica_manager, self._on_marker)
+            add_marker_listener(self.replica_manager, self._on_marker)
         except TypeError:  # a stand-in replica manager (tests) that cannot be a weak key
-            log.debug("no marker listener on %r", self.runtime.replica_manager)
+            log.debug("no marker listener on %r", self.replica_manager)
 
     async def _on_marker(self, topic: str, partition: int, producer_id: int,
                          producer_epoch: int, committed: bool) -> None:
@@ -142,13 +186,17 @@ class GroupCoordinator:
             await self._catch_up(partition, loaded)
 
     async def stop(self) -> None:
+        """Stops the background task and the loads in flight."""
         with contextlib.suppress(TypeError):
-            remove_marker_listener(self.runtime.replica_manager, self._on_marker)
-        if self._task is not None:
-            self._task.cancel()
+            remove_marker_listener(self.replica_manager, self._on_marker)
+        tasks = [t for t in (self._task, *self._loads.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+                await task
+        self._task = None
+        self._loads.clear()
 
     async def _run(self) -> None:
         while True:
@@ -176,7 +224,7 @@ class GroupCoordinator:
 
     def partition_count(self) -> int:
         """Partitions of ``__consumer_offsets`` in this broker's image (0: not created)."""
-        topic = self.runtime.follower.image.topics.get_by_name(OFFSETS_TOPIC)
+        topic = self.image().topics.get_by_name(OFFSETS_TOPIC)
         return 0 if topic is None else len(topic.partitions)
 
     def partition_for(self, group_id: str) -> int | None:
@@ -186,16 +234,16 @@ class GroupCoordinator:
     def _led_partitions(self) -> dict[int, int]:
         """Offsets partitions this broker leads now, with their leader epochs."""
         out: dict[int, int] = {}
-        partitions = getattr(self.runtime.replica_manager, "partitions", {})
+        partitions = getattr(self.replica_manager, "partitions", {})
         for (topic, index), partition in list(partitions.items()):
-            if topic == OFFSETS_TOPIC and partition.is_leader:
+            if topic == OFFSETS_TOPIC and not partition.closed and partition.is_leader:
                 out[index] = partition.leader_epoch
         return out
 
     def _leader_epoch(self, index: int) -> int | None:
-        partitions = getattr(self.runtime.replica_manager, "partitions", {})
+        partitions = getattr(self.replica_manager, "partitions", {})
         partition = partitions.get((OFFSETS_TOPIC, index))
-        if partition is None or not partition.is_leader:
+        if partition is None or partition.closed or not partition.is_leader:
             return None
         epoch: int = partition.leader_epoch
         return epoch
@@ -224,12 +272,24 @@ class GroupCoordinator:
     async def _load(self, index: int, epoch: int) -> _Loaded | None:
         try:
             loaded = _Loaded(epoch)
-            partition = self.runtime.replica_manager.partitions[(OFFSETS_TOPIC, index)]
+            partition = self.replica_manager.partitions[(OFFSETS_TOPIC, index)]
             loaded.state.next_offset = partition.log.log_start_offset
+            # Everything in the log when this term began was written by earlier leaders and
+            # acknowledged to clients; it is committed once the ISR confirms it (the HW of a
+            # new leader trails its log end until the followers fetch again). Kafka's loader
+            # reads to the log end; this one waits for the HW to get there.
+            target = partition.log.log_end_offset
             started = time.monotonic()
-            await self._catch_up(index, loaded)
-            if self._leader_epoch(index) != epoch:
-                return None
+            for _ in range(LOAD_POLLS):
+                await self._catch_up(index, loaded)
+                if self._leader_epoch(index) != epoch:
+                    return None
+                if loaded.state.next_offset >= target:
+                    break
+                await asyncio.sleep(LOAD_POLL_S)
+            else:
+                log.warning("%s-%d: the high watermark did not reach %d; loaded up to %d",
+                            OFFSETS_TOPIC, index, target, loaded.state.next_offset)
             # Members of the groups a previous term of ours knew are gone with it.
             self._forget_groups(index)
             self.loaded[index] = loaded
@@ -256,7 +316,7 @@ class GroupCoordinator:
                 FetchTopic(topic=OFFSETS_TOPIC, partitions=(FetchPartition(
                     partition=index, fetch_offset=state.next_offset,
                     partition_max_bytes=READ_BYTES),)),))
-            response = await self.runtime.replica_manager.fetch(request)
+            response = await self.replica_manager.fetch(request)
             answer = response.responses[0].partitions[0]
             if answer.error_code == Errors.OFFSET_OUT_OF_RANGE.code and \
                     answer.log_start_offset > state.next_offset:
@@ -348,7 +408,7 @@ class GroupCoordinator:
                                          index=index,
                                          records=base64.b64encode(batch).decode()),)),))
         async with loaded.lock:
-            response = await self.runtime.replica_manager.produce(request)
+            response = await self.replica_manager.produce(request)
             answer = response.topics[0].partitions[0]
             if answer.error_code != 0:
                 error = Errors.for_code(answer.error_code)

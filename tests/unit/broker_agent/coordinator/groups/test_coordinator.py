@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from chunkraft.broker_agent.coordinator.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
@@ -30,14 +29,9 @@ from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, eventually
 OFFSETS_ID = uuid.UUID(int=0x0FF5E75)
 
 
-def _runtime(cluster: Cluster, broker_id: int) -> Any:
-    follower = SimpleNamespace()
-    runtime = SimpleNamespace(replica_manager=cluster.managers[broker_id], follower=follower,
-                              tasks=[])
+def _coordinator(cluster: Cluster, broker_id: int) -> GroupCoordinator:
     # The image as the broker sees it now (the fake controller replaces it on each commit).
-    type_ = type("Follower", (), {"image": property(lambda _: cluster.controller.image)})
-    runtime.follower = type_()
-    return runtime
+    return GroupCoordinator(cluster.managers[broker_id], lambda: cluster.controller.image)
 
 
 async def _offsets_topic(cluster: Cluster, leader: int, epoch: int) -> None:
@@ -69,8 +63,8 @@ def test_commits_survive_a_leader_change(tmp_path: Path) -> None:
         await cluster.start(replicas=(0, 1))
         try:
             await _offsets_topic(cluster, leader=0, epoch=0)
-            first = GroupCoordinator(_runtime(cluster, 0))
-            second = GroupCoordinator(_runtime(cluster, 1))
+            first = _coordinator(cluster, 0)
+            second = _coordinator(cluster, 1)
             error, results = await second.commit_offsets("g", -1, "", [_commit(0, 5)])
             assert error is Errors.NOT_COORDINATOR
             error, results = await first.commit_offsets("g", -1, "", [_commit(0, 5)])
@@ -84,12 +78,19 @@ def test_commits_survive_a_leader_change(tmp_path: Path) -> None:
             follower = cluster.managers[1].partitions[(OFFSETS_TOPIC, 0)]
             await eventually(lambda: follower.log.log_end_offset == 3, "replication")
             await _offsets_topic(cluster, leader=1, epoch=1)
+            # As metadata listeners: the new leader loads at once, the old one forgets.
+            await first.on_metadata(None, cluster.controller.image)
+            await second.on_metadata(None, cluster.controller.image)
+            assert first.loaded == {}
+            await eventually(lambda: 0 in second.loaded, "the new leader's load")
             error, _ = await first.fetch_offsets("g", None)
             assert error is Errors.NOT_COORDINATOR
             assert await _fetched(second, "g") == {0: (7, ((0, 99, 7), (100, 199, 9)))}
             error, everything = await second.fetch_offsets("g", None)
             assert [(t.name, [p.partition_index for p in t.partitions]) for t in everything] \
                 == [(TOPIC, [0])]
+            await first.stop()
+            await second.stop()
         finally:
             await cluster.close()
     asyncio.run(scenario())
@@ -101,7 +102,7 @@ def test_transactional_commits_wait_for_their_marker(tmp_path: Path) -> None:
         await cluster.start(replicas=(0, 1))
         try:
             await _offsets_topic(cluster, leader=0, epoch=0)
-            coordinator = GroupCoordinator(_runtime(cluster, 0))
+            coordinator = _coordinator(cluster, 0)
             coordinator.start()
             await coordinator.commit_offsets("g", -1, "", [_commit(0, 3)])
             error, results = await coordinator.commit_offsets(
@@ -142,7 +143,7 @@ def test_members_commit_with_their_generation(tmp_path: Path) -> None:
                 TopicRecord(name=OFFSETS_TOPIC, topic_id=OFFSETS_ID),
                 PartitionRecord(partition_id=0, topic_id=OFFSETS_ID, replicas=(0,), isr=(0,),
                                 leader=0, leader_epoch=0, partition_epoch=0)])
-            coordinator = GroupCoordinator(_runtime(cluster, 0))
+            coordinator = _coordinator(cluster, 0)
             joined = await coordinator.join_group(JoinGroupRequest(group_id="g",
                                                                    topics=(TOPIC,)))
             assert joined.error_code == 0 and joined.generation_id == 1
