@@ -36,6 +36,7 @@ from fastapi.responses import JSONResponse
 from chunkraft.api.authentication import Authenticator, principal_of
 from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.broker_agent.controller_channel import ControllerChannel
+from chunkraft.broker_agent.coordinator.groups import GroupCoordinator
 from chunkraft.broker_agent.coordinator.transactions import TransactionCoordinator
 from chunkraft.broker_agent.lifecycle import BrokerLifecycle
 from chunkraft.broker_agent.metadata_follower import MetadataFollower
@@ -181,6 +182,7 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
                     if producer_type is not None else None)
     TransactionCoordinator.for_broker(follower, replica_manager, producer_ids, channel, config,
                                       token=token, verify=verify)
+    GroupCoordinator.for_broker(follower, replica_manager)
     return BrokerRuntime(
         config=config, controller=channel, follower=follower, lifecycle=lifecycle,
         replica_manager=replica_manager, producer_ids=producer_ids, logs=logs, peers=peers,

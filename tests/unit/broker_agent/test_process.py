@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chunkraft.broker_agent.config import load_broker_config
+from chunkraft.broker_agent.coordinator.groups.coordinator import group_coordinator_of
 from chunkraft.broker_agent.coordinator.transactions import transaction_coordinator_of
 from chunkraft.broker_agent.process import build_runtime, create_app, metadata_stats
 
@@ -23,7 +24,8 @@ def test_build_runtime_wires_every_part(tmp_path: Path) -> None:
     assert runtime.controller.headers == {"authorization": "Bearer crt_secret"}
     # The ReplicaManager first: the transaction coordinator reads the leadership it applied.
     assert runtime.follower.listeners == [
-        runtime.replica_manager, transaction_coordinator_of(runtime.replica_manager)]
+        runtime.replica_manager, transaction_coordinator_of(runtime.replica_manager),
+        group_coordinator_of(runtime.replica_manager)]
     assert type(runtime.replica_manager).__name__ == "ReplicaManager"
     assert runtime.producer_ids is not None and runtime.logs is not None
     assert runtime.lifecycle.listener.name == "HTTP" and runtime.lifecycle.rack == "r2"
