@@ -10,6 +10,7 @@ low-level BrokerClient (one batch per call, so the tests decide the batches).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -295,3 +296,56 @@ def test_keys_moved_by_create_partitions_are_read_in_produce_order(
     assert set(by_key) == set(keys)
     for key, rounds in by_key.items():
         assert rounds == list(range(9)), (key, rounds)
+
+
+def test_two_subscribed_members_of_a_group_share_the_partitions(
+        cluster: LocalCluster, admin: AdminClient) -> None:
+    """subscribe(): two members (each polling in its own thread, as two processes would) end
+    with disjoint assignments covering both partitions, and together read every record."""
+    admin.create_topic("c-group", 2, 3)
+    ts = now_ms()
+    for partition in (0, 1):
+        owner = leader_of(cluster, "c-group", partition)
+        produce(cluster, owner, "c-group", partition, 2,
+                [(None, f"p{partition}-{i}".encode(), ts) for i in range(20)])
+    seen: dict[str, list[ConsumerRecord]] = {"a": [], "b": []}
+    assignments: dict[str, set[tuple[str, int]]] = {}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def member(name: str) -> None:
+        try:
+            with consumer(cluster, group_id="c-group-g", client_id=name,
+                          session_timeout_ms=6000, enable_auto_commit=True,
+                          auto_commit_interval_ms=500) as reader:
+                reader.subscribe(["c-group"])
+                ends = time.monotonic() + 60
+                for _ in range(1000):
+                    if stop.is_set() or time.monotonic() > ends:
+                        break
+                    seen[name].extend(reader.poll(300))
+                    assignments[name] = reader.assignment()
+        except BaseException as error:  # reported by the test below
+            errors.append(error)
+
+    threads = [threading.Thread(target=member, args=(n,), daemon=True) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+        time.sleep(1.0)
+
+    def settled() -> bool:
+        values = {r.value for rs in seen.values() for r in rs}
+        a, b = assignments.get("a", set()), assignments.get("b", set())
+        return (len(values) == 40 and a | b == {("c-group", 0), ("c-group", 1)}
+                and bool(a) and bool(b) and not a & b)
+
+    try:
+        wait_until(lambda: settled() or bool(errors), "both members share the partitions",
+                   60, 0.2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert not errors, errors
+    assert {r.value for rs in seen.values() for r in rs} == {
+        f"p{p}-{i}".encode() for p in (0, 1) for i in range(20)}

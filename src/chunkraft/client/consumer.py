@@ -417,6 +417,8 @@ class Consumer:
                     error = Errors.for_code(part.error_code)
                     if error in MEMBERSHIP_ERRORS:
                         self._joined = False
+                    if error is Errors.UNKNOWN_MEMBER_ID:
+                        self._member_id = ""
                     raise GroupError(error, f"commit of {result.name}-{part.partition_index}: "
                                      f"{part.error_message or error.message}")
         self._last_commit = time.monotonic()
@@ -433,14 +435,18 @@ class Consumer:
             answer = self._group.heartbeat(HeartbeatRequest(
                 group_id=self._group.group_id, generation_id=self._generation,
                 member_id=self._member_id))
-            if Errors.for_code(answer.error_code) in MEMBERSHIP_ERRORS:
+            error = Errors.for_code(answer.error_code)
+            if error in MEMBERSHIP_ERRORS:
                 self._joined = False
+            if error is Errors.UNKNOWN_MEMBER_ID:
+                self._member_id = ""
         if not self._joined:
             self._join()
 
     def _join(self) -> None:
         assert self._group is not None
-        if self.enable_auto_commit and self._generation >= 0 and self._streams:
+        if self.enable_auto_commit and self._generation >= 0 and self._streams \
+                and self._member_id:
             # The old generation may be gone: its offsets cannot be committed any more.
             with contextlib.suppress(GroupError):
                 self.commit()
@@ -586,7 +592,8 @@ class Consumer:
         self._ensure_membership()
         if self.enable_auto_commit and self._group is not None and self._streams and \
                 time.monotonic() - self._last_commit >= self.auto_commit_interval_s:
-            self.commit()
+            self._auto_commit()
+        self._ensure_membership()
         self._ensure_positions()
         out: list[ConsumerRecord] = []
         first = True
@@ -603,6 +610,16 @@ class Consumer:
                 return out
             if time.monotonic() >= deadline:
                 return out
+
+    def _auto_commit(self) -> None:
+        """An automatic commit: a group that is rebalancing (or evicted us) refuses it; the
+        rejoin that follows gives the partitions, and the next commit their positions."""
+        try:
+            self.commit()
+        except GroupError as error:
+            if error.error not in MEMBERSHIP_ERRORS and not error.error.retriable:
+                raise
+            self._last_commit = time.monotonic()
 
     def _drain(self, out: list[ConsumerRecord]) -> None:
         for stream in self._streams.values():
@@ -640,7 +657,7 @@ class Consumer:
             return
         try:
             if self.enable_auto_commit and self._group is not None and self._streams:
-                self.commit()
+                self._auto_commit()
             self._leave()
         finally:
             self._closed = True
