@@ -8,6 +8,7 @@ partition answers the same offsets from its replica of the log.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -221,3 +222,43 @@ def test_transactional_offsets_show_only_after_the_commit_marker(cluster: LocalC
     txn_commit(9)
     marker(False)
     assert _offsets(_fetch(cluster, coordinator, group))[0] == (7, [])
+
+
+def test_two_members_share_a_generation_and_the_first_leads(cluster: LocalCluster) -> None:
+    group = "pair"
+    coordinator = _coordinator(cluster, group)
+    join = {"group_id": group, "topics": ["orders"], "session_timeout_ms": 6000,
+            "rebalance_timeout_ms": 10000}
+    first = _post(cluster, coordinator, "join-group", join)
+    assert first["error_code"] == 0
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # The second join waits until the first member rejoins (it learns of the rebalance
+        # from its heartbeat, as a consumer would).
+        second_join = pool.submit(_post, cluster, coordinator, "join-group", join)
+        beat = {"group_id": group, "generation_id": first["generation_id"],
+                "member_id": first["member_id"]}
+        wait_until(lambda: _post(cluster, coordinator, "heartbeat", beat)["error_code"]
+                   == Errors.REBALANCE_IN_PROGRESS.code, "the rebalance", 10, 0.1)
+        rejoined = _post(cluster, coordinator, "join-group",
+                         {**join, "member_id": first["member_id"]})
+        second = second_join.result(timeout=30)
+    assert rejoined["generation_id"] == second["generation_id"] == first["generation_id"] + 1
+    assert rejoined["leader"] == second["leader"] == first["member_id"]
+    assert {m["member_id"] for m in rejoined["members"]} == {first["member_id"],
+                                                            second["member_id"]}
+    generation = second["generation_id"]
+    plan = [{"member_id": first["member_id"],
+             "partitions": [{"name": "orders", "partitions": [0]}]},
+            {"member_id": second["member_id"],
+             "partitions": [{"name": "orders", "partitions": [1]}]}]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        follower_sync = pool.submit(_post, cluster, coordinator, "sync-group", {
+            "group_id": group, "generation_id": generation, "member_id": second["member_id"]})
+        leader_sync = _post(cluster, coordinator, "sync-group", {
+            "group_id": group, "generation_id": generation, "member_id": first["member_id"],
+            "assignments": plan})
+        followed = follower_sync.result(timeout=30)
+    assert leader_sync["partitions"] == [{"name": "orders", "partitions": [0]}]
+    assert followed["partitions"] == [{"name": "orders", "partitions": [1]}]
+    for member in (first["member_id"], second["member_id"]):
+        _post(cluster, coordinator, "leave-group", {"group_id": group, "member_id": member})
