@@ -255,38 +255,45 @@ def test_seek_to_timestamp_finds_records_in_inactive_chunks_and_in_the_active_on
         assert reader.seek_to_timestamp(tp, later + 60_000) == 20
 
 
+@pytest.mark.parametrize("group_id", [None, "c-grow-g"])
 def test_keys_moved_by_create_partitions_are_read_in_produce_order(
-        cluster: LocalCluster, admin: AdminClient) -> None:
+        cluster: LocalCluster, admin: AdminClient, group_id: str | None) -> None:
     """KIP-253: keyed records on 1 partition (small batches), the topic grown to 2 partitions,
     more records of the same keys (some now on partition 1). A consumer reading both
-    partitions, one batch per fetch, sees each key's records in the order produced."""
-    admin.create_topic("c-grow", None, None, [[0, 1, 2]])
-    leader = leader_of(cluster, "c-grow")
+    partitions, one batch per fetch, sees each key's records in the order produced (without
+    a group it waits for its own position on partition 0; in a group, for the group's
+    committed offset, which it commits itself)."""
+    topic = "c-grow" if group_id is None else "c-grow-group"
+    admin.create_topic(topic, None, None, [[0, 1, 2]])
+    leader = leader_of(cluster, topic)
     keys = [f"key-{i}".encode() for i in range(8)]
     ts = now_ms()
     for round_ in range(6):
-        produce(cluster, leader, "c-grow", 0, 1,
+        produce(cluster, leader, topic, 0, 1,
                 [(k, f"{k.decode()}:{round_}".encode(), ts) for k in keys])
-    admin.alter_topic_partitions("c-grow", 2)
+    admin.alter_topic_partitions(topic, 2)
 
     def refused_old_count() -> bool:
         with broker(cluster, leader) as client:
-            answer = client.produce_records("c-grow", 0, 1, [(b"x", b"probe", ts)])
+            answer = client.produce_records(topic, 0, 1, [(b"x", b"probe", ts)])
         return answer.error_code == Errors.INVALID_PARTITION_COUNT.code
 
     wait_until(refused_old_count, "the leader knows the new partition count", 30, 0.1)
-    leader_1 = leader_of(cluster, "c-grow", 1)
+    leader_1 = leader_of(cluster, topic, 1)
     moved = [k for k in keys if partition_for_key(k, 2) == 1]
     assert moved, "some key must move to the new partition"
     for round_ in range(6, 9):
         for partition, owner in ((0, leader), (1, leader_1)):
             mine = [k for k in keys if partition_for_key(k, 2) == partition]
-            produce(cluster, owner, "c-grow", partition, 2,
+            produce(cluster, owner, topic, partition, 2,
                     [(k, f"{k.decode()}:{round_}".encode(), ts) for k in mine])
-    with consumer(cluster, fetch_max_bytes=1) as reader:
-        reader.assign([("c-grow", 0), ("c-grow", 1)])
+    with consumer(cluster, fetch_max_bytes=1, group_id=group_id) as reader:
+        reader.assign([(topic, 0), (topic, 1)])
         reader.seek_to_beginning()
         got = read_all(reader, 8 * 9)
+        if group_id is not None:
+            # The gate committed partition 0 up to the records produced before the expansion.
+            assert (reader.committed((topic, 0)) or 0) >= 6 * 8
     by_key: dict[bytes, list[int]] = {}
     for record in got:
         assert record.key is not None and record.value is not None
