@@ -381,15 +381,10 @@ class GroupCoordinator:
                     tuple((r.lo, r.hi, r.offset) for r in p.range_offsets), now)))
         if loaded is None:
             return error, {tp: error for tp, _ in entries}
-        group = self.groups.get(group_id)
-        if group is not None and producer_id < 0:
-            # A transactional commit is fenced by its producer epoch instead (KIP-447 aside).
-            refused = group.check_commit(member_id, generation_id)
-            if refused is not Errors.NONE:
-                return refused, {tp: refused for tp, _ in entries}
-        elif producer_id < 0 and (generation_id >= 0 or member_id):
-            # A member of a generation this coordinator never formed (it moved here).
-            return Errors.UNKNOWN_MEMBER_ID, {tp: Errors.UNKNOWN_MEMBER_ID for tp, _ in entries}
+        refused = self._check_commit(group_id, generation_id, member_id,
+                                     transactional=producer_id >= 0)
+        if refused is not Errors.NONE:
+            return refused, {tp: refused for tp, _ in entries}
         if not entries:
             return Errors.NONE, {}
         records = [(encode_key(OffsetKey(group_id, tp[0], tp[1])), encode_value(value), now)
@@ -398,6 +393,21 @@ class GroupCoordinator:
                             transactional=producer_id >= 0)
         outcome = await self._append(index, loaded, batch, transactional_id)
         return Errors.NONE, {tp: outcome for tp, _ in entries}
+
+    def _check_commit(self, group_id: str, generation_id: int, member_id: str, *,
+                      transactional: bool) -> Errors:
+        """Whether the group takes this commit now. A transactional commit without a
+        generation is fenced by its producer epoch alone (before KIP-447); with one it is
+        checked as a member's (KIP-447)."""
+        if transactional and generation_id < 0 and not member_id:
+            return Errors.NONE
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group.check_commit(member_id, generation_id)
+        if generation_id >= 0 or member_id:
+            # A member of a generation this coordinator never formed (the group moved here).
+            return Errors.UNKNOWN_MEMBER_ID
+        return Errors.NONE
 
     async def _append(self, index: int, loaded: _Loaded, batch: bytes,
                       transactional_id: str | None) -> Errors:

@@ -155,9 +155,10 @@ class GroupMembership:
             return Errors.UNKNOWN_MEMBER_ID
         if generation_id != self.generation_id:
             return Errors.ILLEGAL_GENERATION
-        if self.state is GroupState.PREPARING_REBALANCE:
-            return Errors.REBALANCE_IN_PROGRESS
         member.last_seen_ms = self.now_ms()
+        if self.state is not GroupState.STABLE:
+            # Kafka: no commits between JoinGroup and the assignment (nor while joining).
+            return Errors.REBALANCE_IN_PROGRESS
         return Errors.NONE
 
     # ------------------------------------------------------------------ time

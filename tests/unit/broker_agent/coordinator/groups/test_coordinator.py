@@ -17,6 +17,7 @@ from chunkraft.protocol.coordinators import (
     OffsetCommitTopic,
     OffsetFetchTopicRequest,
     RangeOffset,
+    SyncGroupRequest,
 )
 from chunkraft.protocol.data_plane import (
     WritableTxnMarker,
@@ -154,7 +155,18 @@ def test_members_commit_with_their_generation(tmp_path: Path) -> None:
             assert error is Errors.UNKNOWN_MEMBER_ID
             error, _ = await coordinator.commit_offsets("g", 1, joined.member_id,
                                                         [_commit(0, 4)])
+            assert error is Errors.REBALANCE_IN_PROGRESS  # no assignment yet
+            synced = await coordinator.sync_group(SyncGroupRequest(
+                group_id="g", generation_id=1, member_id=joined.member_id))
+            assert synced.error_code == 0
+            error, _ = await coordinator.commit_offsets("g", 1, joined.member_id,
+                                                        [_commit(0, 4)])
             assert error is Errors.NONE
+            # A transactional commit naming a generation is checked as a member's (KIP-447).
+            error, _ = await coordinator.commit_offsets(
+                "g", 2, joined.member_id, [_commit(0, 5)], producer_id=9, producer_epoch=0,
+                transactional_id="t")
+            assert error is Errors.ILLEGAL_GENERATION
             assert await _fetched(coordinator, "g") == {0: (4, ())}
             left = await coordinator.leave_group("g", joined.member_id)
             assert left.error_code == 0
