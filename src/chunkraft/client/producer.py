@@ -186,6 +186,7 @@ class Producer:
         self._flushing = 0
         self._order = 0
         self._closed = False
+        self._idle = True  # the sender waits for a wake-up, not for a lingering batch
         # The event loop's own state.
         self._states: dict[tuple[str, int], _PartitionState] = {}
         self._producer_id = -1
@@ -256,13 +257,12 @@ class Producer:
         elif not 0 <= partition < count:
             raise ProducerError(f"partition {partition} of {topic!r} does not exist (it has "
                                 f"{count})", Errors.UNKNOWN_TOPIC_OR_PARTITION)
-        future = FutureRecordMetadata()
         stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         wake = False
         with self._lock:
             self._order += 1
             record = PendingRecord(topic, partition, key_bytes, _bytes(value), stamp,
-                                   tuple(headers), explicit, self._order, future)
+                                   tuple(headers), explicit, self._order)
             batch = self._open.get((topic, partition))
             if batch is not None and batch.partition_count != count:
                 self._closed_batches.append(self._open.pop((topic, partition)))
@@ -271,8 +271,10 @@ class Producer:
                 batch = ProducerBatch(topic, partition, count)
                 batch.deadline = batch.created + self.delivery_timeout
                 self._open[(topic, partition)] = batch
-                wake = True
-            batch.records.append(record)
+                # The sender wakes by itself within linger_ms unless it is idle.
+                wake = wake or self._idle
+                self._idle = False
+            batch.add(record)
             self._unfinished += 1
             full = len(batch) >= self.batch_size
             if full:
@@ -281,7 +283,7 @@ class Producer:
             self._partitioner.next_batch(topic, count, partition)
         if wake or full:
             self._wake()
-        return future
+        return record
 
     def flush(self, timeout: float | None = None) -> None:
         """Sends every queued record now and waits until each has succeeded or failed."""
@@ -575,6 +577,7 @@ class Producer:
             moved.extend(self._closed_batches)
             self._closed_batches.clear()
             everything = self._flushing > 0 or self._stopping
+            self._idle = False
             for key, batch in list(self._open.items()):
                 age = now - batch.created
                 if everything or age >= self.linger:
@@ -583,6 +586,8 @@ class Producer:
                                                  batch.partition)
                 else:
                     timeout = min(timeout, self.linger - age)
+            if not self._open:
+                self._idle = True
         for batch in moved:
             if batch.topic in self._held:
                 self._held[batch.topic].append(batch)
@@ -810,10 +815,12 @@ class Producer:
                     self._state((topic, batch.partition)).queue.append(batch)
                 batch = fresh[record.partition] = ProducerBatch(topic, record.partition, count)
                 batch.deadline = deadline_of[id(record)]
-            batch.records.append(record)
+            batch.add(record)
             batch.deadline = min(batch.deadline, deadline_of[id(record)])
         for batch in fresh.values():
             self._state((topic, batch.partition)).queue.append(batch)
+        for old in batches:
+            old.move_away()
 
     def _expire(self) -> None:
         now = time.monotonic()

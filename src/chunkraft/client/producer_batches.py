@@ -9,8 +9,10 @@ until a KIP-253 re-partitioning takes its records back.
 
 from __future__ import annotations
 
-import concurrent.futures
+import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chunkraft.dataplane.record_batch import ProducerRecord, build_batch
@@ -57,31 +59,98 @@ class RecordMetadata:
     timestamp_ms: int
 
 
-class FutureRecordMetadata(concurrent.futures.Future[RecordMetadata]):
-    """The outcome of one ``send``: ``get(timeout)`` (or ``result``) gives the
-    :class:`RecordMetadata` or raises the :class:`ProducerError`."""
-
-    def get(self, timeout: float | None = None) -> RecordMetadata:
-        return self.result(timeout)
-
-
-@dataclass
 class PendingRecord:
-    """One record on its way. ``explicit``: the caller chose the partition (a re-partitioning
-    keeps it); ``order``: the producer-wide send order (a re-partitioning keeps it too)."""
+    """One record on its way, and the caller's future of its outcome (what ``send`` returns,
+    exported as :data:`FutureRecordMetadata`).
 
-    topic: str
-    partition: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int
-    headers: tuple[tuple[str, bytes | None], ...]
-    explicit: bool
-    order: int
-    future: FutureRecordMetadata
+    ``get(timeout)`` / ``result(timeout)`` give the :class:`RecordMetadata` or raise the
+    :class:`ProducerError` (TimeoutError if ``timeout`` passes first); ``exception(timeout)``,
+    ``done()`` and ``add_done_callback(fn)`` work as ``concurrent.futures.Future``'s.
+    ``explicit``: the caller chose the partition (a re-partitioning keeps it); ``order``: the
+    producer-wide send order (a re-partitioning keeps it too).
+
+    A record waits on its batch's event rather than owning a ``Future``: one event per batch
+    is much cheaper than a condition variable per record. A KIP-253 re-partitioning moves the
+    record to a new batch and wakes the old batch's waiters, who then wait on the new one.
+    """
+
+    __slots__ = ("_callbacks", "batch", "explicit", "headers", "index", "key", "order",
+                 "partition", "timestamp_ms", "topic", "value")
+
+    def __init__(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
+                 timestamp_ms: int, headers: tuple[tuple[str, bytes | None], ...],
+                 explicit: bool, order: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.key = key
+        self.value = value
+        self.timestamp_ms = timestamp_ms
+        self.headers = headers
+        self.explicit = explicit
+        self.order = order
+        self.batch: ProducerBatch | None = None
+        self.index = 0
+        self._callbacks: list[Callable[[PendingRecord], object]] | None = None
 
     def as_input(self) -> ProducerRecord:
         return ProducerRecord(self.key, self.value, self.timestamp_ms, self.headers)
+
+    # ------------------------------------------------------------------ the future
+
+    def done(self) -> bool:
+        batch = self.batch
+        return batch is not None and batch.finished and not batch.moved
+
+    def _settled(self, timeout: float | None) -> ProducerBatch:
+        ends = None if timeout is None else time.monotonic() + timeout
+        while True:
+            batch = self.batch
+            assert batch is not None, "a record belongs to a batch from its send on"
+            remaining = None if ends is None else max(ends - time.monotonic(), 0.0)
+            if not batch.event.wait(remaining):
+                raise TimeoutError(f"the record was not written within {timeout} s")
+            if not batch.moved:
+                return batch
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        batch = self._settled(timeout)
+        if batch.error is not None:
+            raise batch.error
+        offset = batch.base_offset + self.index if batch.base_offset >= 0 else -1
+        return RecordMetadata(self.topic, self.partition, offset, self.timestamp_ms)
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        return self.get(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._settled(timeout).error
+
+    def add_done_callback(self, callback: Callable[[PendingRecord], object]) -> None:
+        """``callback(self)`` once the record succeeded or failed (at once if it has; else
+        on the producer's sender thread)."""
+        with _CALLBACKS_LOCK:
+            if not self.done():
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def run_callbacks(self) -> None:
+        with _CALLBACKS_LOCK:
+            callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            try:
+                callback(self)
+            except Exception:  # a caller's callback must not stop the sender
+                _LOG.exception("a send callback failed")
+
+
+FutureRecordMetadata = PendingRecord
+"""What ``Producer.send`` returns: the record's future (see :class:`PendingRecord`)."""
+
+_CALLBACKS_LOCK = threading.Lock()
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,6 +175,11 @@ class ProducerBatch:
     attempts: int = 0
     encoded: bytes | None = None
     last_error: Errors | None = None
+    event: threading.Event = field(default_factory=threading.Event)
+    finished: bool = False
+    moved: bool = False
+    base_offset: int = -1
+    error: BaseException | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -125,15 +199,30 @@ class ProducerBatch:
                                        transactional=transactional)
         return self.encoded
 
+    def add(self, record: PendingRecord) -> None:
+        record.batch, record.index = self, len(self.records)
+        self.records.append(record)
+
     def complete(self, base_offset: int) -> None:
         """Every record succeeded: record i is at ``base_offset + i`` (-1 stays -1)."""
-        for i, record in enumerate(self.records):
-            if not record.future.done():
-                offset = base_offset + i if base_offset >= 0 else -1
-                record.future.set_result(RecordMetadata(record.topic, record.partition, offset,
-                                                        record.timestamp_ms))
+        self._finish(base_offset, None)
 
     def fail(self, error: BaseException) -> None:
+        self._finish(-1, error)
+
+    def move_away(self) -> None:
+        """Its records were moved to other batches (KIP-253): wake their waiters, who then
+        wait on the new batches."""
+        self.moved = True
+        self.finished = True
+        self.event.set()
+
+    def _finish(self, base_offset: int, error: BaseException | None) -> None:
+        if self.finished:
+            return
+        self.base_offset, self.error = base_offset, error
+        self.finished = True
+        self.event.set()
         for record in self.records:
-            if not record.future.done():
-                record.future.set_exception(error)
+            if record._callbacks is not None:
+                record.run_callbacks()
