@@ -228,3 +228,32 @@ def test_a_fenced_producer_can_only_close(cluster: FakeCluster) -> None:
             sender.send("t", b"more", partition=0)
         with pytest.raises(ProducerFencedError):
             sender.begin_transaction()
+
+
+def test_a_records_future_calls_back_and_times_out(cluster: FakeCluster) -> None:
+    with make(cluster, linger_ms=50) as sender:
+        seen: list[int] = []
+        future = sender.send("t", b"x", partition=0)
+        assert not future.done()
+        with pytest.raises(TimeoutError):
+            future.get(0.001)
+        future.add_done_callback(lambda f: seen.append(f.get(0).offset))
+        sender.flush(timeout=10)
+        assert future.done() and future.exception() is None and seen == [0]
+        future.add_done_callback(lambda f: seen.append(-5))  # done: called at once
+        assert seen == [0, -5]
+        assert future.result(0).partition == 0
+
+
+def test_a_moved_records_future_follows_it_to_its_new_batch(cluster: FakeCluster) -> None:
+    with make(cluster, linger_ms=1, batch_size=3) as sender:
+        sender.send("t", b"warm", partition=0).get(10)
+        cluster.topics["t"] = 7
+        callbacks: list[int] = []
+        futures = [sender.send("t", b"m%d" % i, key=b"mk%d" % i) for i in range(9)]
+        for future in futures:
+            future.add_done_callback(lambda f: callbacks.append(f.get(0).partition))
+        metas = [f.get(10) for f in futures]
+    assert [m.partition for m in metas] == [partition_for_key(b"mk%d" % i, 7)
+                                           for i in range(9)]
+    assert sorted(callbacks) == sorted(m.partition for m in metas)
