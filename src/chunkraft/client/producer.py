@@ -16,9 +16,10 @@ A synchronous API over a sender that runs its own asyncio event loop in a daemon
 - INVALID_PARTITION_COUNT (KIP-253: the topic grew): the sender holds the topic, waits until
   none of its batches is in flight, refreshes the metadata, and re-partitions every record
   of the topic not yet acknowledged with the new count (keyed records move to the key's new
-  partition; explicit partitions and unkeyed records stay), in send order; the sequence
-  numbers of the topic's partitions restart after the last acknowledged batch (none of the
-  refused batches was written).
+  partition; explicit partitions and unkeyed records stay), in send order. A batch that may
+  have been written (an attempt got no answer) is not re-partitioned: it goes again as it
+  was, with the new count, and the broker answers it as a duplicate if it holds it; the
+  sequences of the other batches continue after it (or after the last acknowledged one).
 - Transactions (KIP-98): :meth:`init_transactions` gets the producer id and a new epoch from
   the transaction coordinator (fencing older producers of the same ``transactional_id``);
   each partition is added to the transaction (AddPartitionsToTxn) before its first batch;
@@ -221,8 +222,18 @@ class Producer:
         self._sender_task = self._loop.create_task(self._sender())
         self._ready.set()
         self._loop.run_until_complete(self._sender_task)
-        self._loop.run_until_complete(self._rpc.aclose())
+        self._loop.run_until_complete(self._shutdown())
         self._loop.close()
+
+    async def _shutdown(self) -> None:
+        """Lets a metadata refresh under way end (it runs in a worker thread and cannot be
+        cancelled) and cancels what else is left, then closes the connections."""
+        if self._refresh_task is not None:
+            await asyncio.gather(self._refresh_task, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._rpc.aclose()
 
     def _call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Runs ``coroutine`` on the sender's loop and waits for its result."""
@@ -708,12 +719,14 @@ class Producer:
         except BrokerClientError as error:
             fatal = error.status in (400, 401, 403, 413)
             for batch in batches:
+                batch.maybe_written = batch.maybe_written or not fatal
                 self._outcome(batch, error.error if fatal else Errors.NETWORK_EXCEPTION,
                               -1, str(error))
             return
         except httpx.HTTPError as error:
             self._request_refresh()
             for batch in batches:
+                batch.maybe_written = True
                 self._outcome(batch, Errors.NETWORK_EXCEPTION, -1,
                               f"{type(error).__name__}: {error}")
             return
@@ -791,14 +804,24 @@ class Producer:
             batches = self._held.pop(topic)
             del self._held_at[topic]
             for key in keys:
-                state = self._states[key]
-                batches.extend(state.queue)
-                state.queue.clear()
-                state.next_sequence = state.acked_sequence
+                batches.extend(self._states[key].queue)
+                self._states[key].queue.clear()
             with self._lock:
                 for key in [k for k in self._open if k[0] == topic]:
                     batches.append(self._open.pop(key))
-            self._requeue_records(topic, count, batches)
+            kept = _maybe_written(batches)
+            for key in keys:
+                state = self._states[key]
+                mine = [b for b in kept if b.key == key]
+                # Kept batches go again as they were (same partition and sequence, the new
+                # count): the broker answers a written one as a duplicate.
+                for batch in mine:
+                    batch.partition_count = count
+                state.queue.extend(mine)
+                state.next_sequence = max([state.acked_sequence] + [
+                    b.base_sequence + len(b) for b in mine])
+            kept_ids = {id(b) for b in kept}
+            self._requeue_records(topic, count, [b for b in batches if id(b) not in kept_ids])
 
     def _requeue_records(self, topic: str, count: int, batches: list[ProducerBatch]) -> None:
         deadline_of = {id(r): b.deadline for b in batches for r in b.records}
@@ -855,6 +878,23 @@ class Producer:
         self._held_at.clear()
         if isinstance(error, ProducerFencedError):
             self._fatal = error
+
+
+def _maybe_written(batches: list[ProducerBatch]) -> list[ProducerBatch]:
+    """The batches of a held topic that may have been written (an attempt ended without an
+    answer), per partition in sequence order up to the first one surely not written: the
+    broker refuses a sequence gap, so nothing after that one was written either."""
+    out: list[ProducerBatch] = []
+    by_key: dict[tuple[str, int], list[ProducerBatch]] = {}
+    for batch in batches:
+        if batch.base_sequence >= 0:
+            by_key.setdefault(batch.key, []).append(batch)
+    for group in by_key.values():
+        for batch in sorted(group, key=lambda b: b.base_sequence):
+            if not batch.maybe_written:
+                break
+            out.append(batch)
+    return out
 
 
 def _fits(slot: dict[tuple[str, int], ProducerBatch], batch: ProducerBatch) -> bool:

@@ -180,6 +180,8 @@ class ProducerBatch:
     moved: bool = False
     base_offset: int = -1
     error: BaseException | None = None
+    maybe_written: bool = False
+    """An attempt ended with no answer: the broker may hold it (a retry is a duplicate)."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -257,3 +257,28 @@ def test_a_moved_records_future_follows_it_to_its_new_batch(cluster: FakeCluster
     assert [m.partition for m in metas] == [partition_for_key(b"mk%d" % i, 7)
                                            for i in range(9)]
     assert sorted(callbacks) == sorted(m.partition for m in metas)
+
+
+def test_kip_253_a_batch_that_may_have_been_written_is_not_re_partitioned(
+        cluster: FakeCluster, producer: Producer) -> None:
+    producer.send("t", b"warm", key=b"k").get(10)
+
+    def append_grow_and_drop(body: dict[str, Any]) -> Exception:
+        broker = cluster.leader(body["topics"][0]["name"],
+                                body["topics"][0]["partitions"][0]["index"])
+        cluster._produce(broker, body)
+        cluster.topics["t"] = 5
+        return httpx.ReadError("connection reset after the append")
+
+    cluster.scripts.append(once("produce", append_grow_and_drop))
+    futures = [producer.send("t", b"g%d" % i, key=b"key%d" % i) for i in range(40)]
+    producer.flush(timeout=10)
+    metas = [f.get(0) for f in futures]
+    stored = [v for p in range(5) for v in cluster.values("t", p)
+              if v is not None and v.startswith(b"g")]
+    assert sorted(stored) == sorted(b"g%d" % i for i in range(40))  # each once
+    moved = [i for i, m in enumerate(metas) if m.partition != partition_for_key(
+        b"key%d" % i, 5)]
+    assert moved  # the batch the broker wrote before the lost answer stayed behind
+    # Only its records stayed behind.
+    assert all(metas[i].partition == partition_for_key(b"key%d" % i, 3) for i in moved)
