@@ -410,3 +410,50 @@ def test_the_producer_and_the_consumer_keep_each_keys_order_across_create_partit
         by_key.setdefault(key, []).append(int(round_text))
     assert by_key == {key: list(range(9)) for key in keys}, [
         (r.partition, r.offset, r.value) for r in got]
+
+
+def test_a_subscribed_member_picks_up_new_partitions_and_keeps_each_keys_order(
+        cluster: LocalCluster, admin: AdminClient) -> None:
+    """subscribe() across createPartitions: the member notices the new partition count, joins
+    again, gets partition 1 and reads it only after partition 0 reached the KIP-253 threshold
+    (it commits partition 0 itself)."""
+    topic = "c-sub-grow"
+    admin.create_topic(topic, None, None, [[0, 1, 2]])
+    leader = leader_of(cluster, topic)
+    keys = [f"key-{i}".encode() for i in range(8)]
+    ts = now_ms()
+    got: list[ConsumerRecord] = []
+    with consumer(cluster, group_id="c-sub-grow-g", session_timeout_ms=3000,
+                  fetch_max_bytes=1) as reader:
+        reader.subscribe([topic])
+        got.extend(reader.poll(500))
+        for round_ in range(3):
+            produce(cluster, leader, topic, 0, 1,
+                    [(k, f"{k.decode()}:{round_}".encode(), ts) for k in keys])
+        admin.alter_topic_partitions(topic, 2)
+
+        def refused_old_count() -> bool:
+            with broker(cluster, leader) as client:
+                answer = client.produce_records(topic, 0, 1, [(b"x", b"probe:-1", ts)])
+            return answer.error_code == Errors.INVALID_PARTITION_COUNT.code
+
+        wait_until(refused_old_count, "the leader knows the new partition count", 30, 0.1)
+        leader_1 = leader_of(cluster, topic, 1)
+        for round_ in range(3, 6):
+            for partition, owner in ((0, leader), (1, leader_1)):
+                mine = [k for k in keys if partition_for_key(k, 2) == partition]
+                produce(cluster, owner, topic, partition, 2,
+                        [(k, f"{k.decode()}:{round_}".encode(), ts) for k in mine])
+        ends = time.monotonic() + 45
+        for _ in range(MAX_POLLS):
+            if len([r for r in got if r.key != b"x"]) >= 8 * 6 or time.monotonic() > ends:
+                break
+            got.extend(reader.poll(500))
+        assert reader.assignment() == {(topic, 0), (topic, 1)}
+    by_key: dict[bytes, list[int]] = {}
+    for record in got:
+        assert record.key is not None and record.value is not None
+        if record.key != b"x":
+            by_key.setdefault(record.key, []).append(int(record.value.split(b":")[1]))
+    assert by_key == {k: list(range(6)) for k in keys}, [(r.partition, r.offset, r.value)
+                                                         for r in got]

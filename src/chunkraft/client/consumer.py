@@ -130,6 +130,7 @@ class Consumer:
         self._generation = -1
         self._joined = False
         self._last_heartbeat = 0.0
+        self._counts_at_join: dict[str, int] = {}
         self._last_refresh = 0.0
         self._last_commit = time.monotonic()
         self._group_offsets: dict[TopicPartition, int] = {}
@@ -440,8 +441,17 @@ class Consumer:
                 self._joined = False
             if error is Errors.UNKNOWN_MEMBER_ID:
                 self._member_id = ""
+            if self._joined and self._partition_counts() != self._counts_at_join:
+                # The subscribed topics grew (or shrank): join again, so that the leader's
+                # next assignment covers the new partitions.
+                self._joined = False
         if not self._joined:
             self._join()
+
+    def _partition_counts(self) -> dict[str, int]:
+        """The subscribed topics' partition counts, from fresh metadata."""
+        self._refresh(force=True)
+        return {t: self.metadata.partition_count(t) or 0 for t in self._subscription}
 
     def _join(self) -> None:
         assert self._group is not None
@@ -481,6 +491,7 @@ class Consumer:
                     continue
                 raise GroupError(error, synced.error_message)
             self._set_assignment([(t.name, p) for t in synced.partitions for p in t.partitions])
+            self._counts_at_join = self._partition_counts()
             self._joined = True
             self._last_heartbeat = time.monotonic()
             return
