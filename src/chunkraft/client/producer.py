@@ -128,6 +128,10 @@ class _PartitionState:
     in_flight: int = 0
     next_sequence: int = 0
     acked_sequence: int = 0  # the sequence after the highest acknowledged batch
+    known: bool = False
+    """The partition's leader acknowledged a batch of the current producer id and epoch. Until
+    then one batch at a time: a leader accepts any first sequence of a producer it does not
+    know, so a second batch overtaking the first on another connection would be taken."""
     backoff_until: float = 0.0
 
 
@@ -428,6 +432,7 @@ class Producer:
         self._producer_id, self._producer_epoch = producer_id, epoch
         for state in self._states.values():  # a new id or epoch starts every sequence at 0
             state.next_sequence = state.acked_sequence = 0
+            state.known = False
 
     async def _add_partitions(self, keys: set[tuple[str, int]]) -> None:
         topics: dict[str, list[int]] = {}
@@ -674,7 +679,8 @@ class Producer:
                 continue
             slots = requests.setdefault(url, [])
             index = 0
-            while state.queue and state.in_flight < self.max_in_flight:
+            limit = self.max_in_flight if state.known or not self.idempotent else 1
+            while state.queue and state.in_flight < limit:
                 batch = state.queue[0]
                 if batch.attempts > 0 and state.in_flight > 0:
                     break  # a retried batch goes alone, ahead of the ones after it
@@ -749,6 +755,7 @@ class Producer:
             if batch.base_sequence >= 0:
                 state.acked_sequence = max(state.acked_sequence,
                                            batch.base_sequence + len(batch))
+                state.known = True
             batch.complete(base_offset)
             self._finished(len(batch))
             return
