@@ -262,3 +262,33 @@ def test_two_members_share_a_generation_and_the_first_leads(cluster: LocalCluste
     assert followed["partitions"] == [{"name": "orders", "partitions": [1]}]
     for member in (first["member_id"], second["member_id"]):
         _post(cluster, coordinator, "leave-group", {"group_id": group, "member_id": member})
+
+
+def test_a_stable_generation_survives_a_kill_of_the_coordinator(cluster: LocalCluster) -> None:
+    group = "steady"
+    coordinator = _coordinator(cluster, group)
+    joined = _post(cluster, coordinator, "join-group", {
+        "group_id": group, "topics": ["orders"], "session_timeout_ms": 60000})
+    member, generation = joined["member_id"], joined["generation_id"]
+    mine = [{"name": "orders", "partitions": [0, 1]}]
+    synced = _post(cluster, coordinator, "sync-group", {
+        "group_id": group, "generation_id": generation, "member_id": member,
+        "assignments": [{"member_id": member, "partitions": mine}]})
+    assert synced["error_code"] == 0
+    cluster.kill_broker(coordinator)
+    try:
+        successor = _coordinator(cluster, group, not_on=coordinator)
+        beat = _post(cluster, successor, "heartbeat", {
+            "group_id": group, "generation_id": generation, "member_id": member})
+        assert beat["error_code"] == 0
+        committed = _post(cluster, successor, "offset-commit", _commit_body(
+            group, [{"partition_index": 1, "committed_offset": 4}], generation_id=generation,
+            member_id=member))
+        assert _commit_errors(committed) == [0]
+        again = _post(cluster, successor, "sync-group", {
+            "group_id": group, "generation_id": generation, "member_id": member})
+        assert again["partitions"] == mine
+        _post(cluster, successor, "leave-group", {"group_id": group, "member_id": member})
+    finally:
+        cluster.start_broker(coordinator)
+        cluster.wait_brokers_ready(timeout=60)

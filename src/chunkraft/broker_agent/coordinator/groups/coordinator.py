@@ -11,7 +11,8 @@ requests that arrive meanwhile wait a little, then get COORDINATOR_LOAD_IN_PROGR
 every answer it folds what the log gained since (its own commits, and the COMMIT / ABORT
 markers the transaction coordinator writes there, which settle TxnOffsetCommits). A broker
 that does not lead the partition answers NOT_COORDINATOR. Membership
-(:class:`.membership.GroupMembership`) is in memory only. A background task (started with the
+(:class:`.membership.GroupMembership`) is in memory, with each stable generation written to the
+same partition, so a new coordinator restores it. A background task (started with the
 coordinator) expires members, folds the led partitions' new records and loads newly led
 partitions; the metadata listener (:meth:`GroupCoordinator.on_metadata`) starts loads as soon
 as a delta makes this broker a leader. Everything runs on the broker's event loop.
@@ -22,16 +23,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 import time
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership
+from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership, GroupState
 from chunkraft.broker_agent.coordinator.groups.offset_records import (
     CommittedOffset,
     OffsetKey,
+    encode_group_key,
     encode_key,
     encode_value,
 )
@@ -290,8 +293,14 @@ class GroupCoordinator:
             else:
                 log.warning("%s-%d: the high watermark did not reach %d; loaded up to %d",
                             OFFSETS_TOPIC, index, target, loaded.state.next_offset)
-            # Members of the groups a previous term of ours knew are gone with it.
+            # Members are those of the log's membership records, not of an earlier term here.
             self._forget_groups(index)
+            for group_id, value in loaded.state.memberships.items():
+                try:
+                    self.groups[group_id] = GroupMembership.restore(group_id, self.now_ms,
+                                                                    value)
+                except (KeyError, TypeError, ValueError):
+                    log.warning("group %s: unreadable membership record skipped", group_id)
             self.loaded[index] = loaded
             log.info("loaded %s-%d at leader epoch %d up to offset %d in %.3f s: %d groups",
                      OFFSETS_TOPIC, index, epoch, loaded.state.next_offset,
@@ -477,6 +486,15 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ membership
 
+    async def _write_membership(self, group_id: str, group: GroupMembership, index: int,
+                                loaded: _Loaded) -> None:
+        value = group.snapshot()
+        data = None if value is None else json.dumps(value, separators=(",", ":")).encode()
+        batch = build_batch([(encode_group_key(group_id), data, self.now_ms())])
+        outcome = await self._append(index, loaded, batch, None)
+        if outcome is not Errors.NONE:
+            log.warning("group %s: writing its membership failed: %s", group_id, outcome.name)
+
     def _group(self, group_id: str) -> GroupMembership:
         group = self.groups.get(group_id)
         if group is None:
@@ -504,14 +522,20 @@ class GroupCoordinator:
                                      member_id=request.member_id)
 
     async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
-        error, _, loaded = await self.ready(request.group_id)
+        error, index, loaded = await self.ready(request.group_id)
         group = self.groups.get(request.group_id)
         if loaded is None:
             return SyncGroupResponse(error_code=error.code, error_message=error.message)
         if group is None:
             unknown = Errors.UNKNOWN_MEMBER_ID
             return SyncGroupResponse(error_code=unknown.code, error_message=unknown.message)
+        was_stable = group.state is GroupState.STABLE
         future = group.sync(request.member_id, request.generation_id, request.assignments)
+        if not was_stable and group.state is GroupState.STABLE and loaded is not None:
+            # The leader's assignment completed the generation: keep it in the log (Kafka
+            # answers the SyncGroup once that write is done; a failed write is only logged
+            # here: the members then rejoin after a coordinator move).
+            await self._write_membership(request.group_id, group, index, loaded)
         member = group.members.get(request.member_id)
         bound = (member.rebalance_timeout_ms if member is not None else 30_000) / 1000 + 5
         try:
@@ -532,9 +556,11 @@ class GroupCoordinator:
                                  error_message=error.message if error.code else None)
 
     async def leave_group(self, group_id: str, member_id: str) -> LeaveGroupResponse:
-        error, _, loaded = await self.ready(group_id)
+        error, index, loaded = await self.ready(group_id)
         if loaded is not None:
             group = self.groups.get(group_id)
             error = Errors.UNKNOWN_MEMBER_ID if group is None else group.leave(member_id)
+            if group is not None and error is Errors.NONE and not group.members:
+                await self._write_membership(group_id, group, index, loaded)
         return LeaveGroupResponse(error_code=error.code,
                                   error_message=error.message if error.code else None)

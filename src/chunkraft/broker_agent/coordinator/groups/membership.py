@@ -7,9 +7,12 @@ COMPLETING_REBALANCE (a new generation exists; waiting for the leader's SyncGrou
 assignment), STABLE. The leader is the member whose join came first (kept across
 generations while it stays). A member not heard from (join, sync or heartbeat) within its
 session timeout is removed and the others rebalance. Membership lives in the coordinator's
-memory only: after a coordinator moves, members learn UNKNOWN_MEMBER_ID and join again (their
-committed offsets are in the log). Every method runs on the broker's event loop; ``now_ms``
-is injected so tests drive time.
+memory; a rebalance in flight when the coordinator moves is lost (its members learn
+UNKNOWN_MEMBER_ID and join again). Every method runs on the broker's event loop; ``now_ms``
+is injected so tests drive time. A stable generation is kept in the offsets log
+(:meth:`GroupMembership.snapshot`, :meth:`GroupMembership.restore`), so that after the
+coordinator moves its members carry on with their generation: each must be heard from within
+its session timeout of the restore.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.coordinators import (
@@ -64,6 +68,39 @@ class GroupMembership:
     leader: str = ""
     members: dict[str, Member] = field(default_factory=dict)  # in join order
     rebalance_deadline_ms: int = 0
+
+    # ------------------------------------------------------------------ persistence
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The membership record's value for a STABLE generation; None without members
+        (a tombstone); callers write it only when the group is STABLE or EMPTY."""
+        if not self.members:
+            return None
+        return {"v": 1, "generation": self.generation_id, "leader": self.leader, "members": [
+            {"member_id": m.member_id, "topics": list(m.topics),
+             "session_timeout_ms": m.session_timeout_ms,
+             "rebalance_timeout_ms": m.rebalance_timeout_ms,
+             "assignment": [{"name": t.name, "partitions": list(t.partitions)}
+                            for t in m.assignment]}
+            for m in self.members.values()]}
+
+    @classmethod
+    def restore(cls, group_id: str, now_ms: Callable[[], int], value: dict[str, Any]
+                ) -> GroupMembership:
+        """A STABLE group from a membership record's value; every member's session starts
+        now."""
+        now = now_ms()
+        group = cls(group_id, now_ms, GroupState.STABLE, int(value["generation"]),
+                    str(value["leader"]))
+        for raw in value["members"]:
+            member_id = str(raw["member_id"])
+            group.members[member_id] = Member(
+                member_id, tuple(str(t) for t in raw["topics"]),
+                int(raw["session_timeout_ms"]), int(raw["rebalance_timeout_ms"]), now,
+                tuple(TopicPartitions(name=str(a["name"]),
+                                      partitions=tuple(int(p) for p in a["partitions"]))
+                      for a in raw["assignment"]))
+        return group
 
     # ------------------------------------------------------------------ requests
 

@@ -29,8 +29,10 @@ __all__ = [
     "RECORD_VERSION",
     "CommittedOffset",
     "OffsetKey",
+    "decode_group_key",
     "decode_key",
     "decode_value",
+    "encode_group_key",
     "encode_key",
     "encode_value",
     "merge_commit",
@@ -78,6 +80,24 @@ def encode_value(value: CommittedOffset | None) -> bytes | None:
                        "range_offsets": [list(r) for r in value.range_offsets],
                        "commit_timestamp": value.commit_timestamp},
                       separators=(",", ":")).encode()
+
+
+def encode_group_key(group: str) -> bytes:
+    return json.dumps({"v": RECORD_VERSION, "type": "group", "group": group},
+                      separators=(",", ":")).encode()
+
+
+def decode_group_key(data: bytes | None) -> str | None:
+    """The group of a membership record's key; None for any other record."""
+    if data is None:
+        return None
+    try:
+        raw: Any = json.loads(data)
+        if not isinstance(raw, dict) or raw.get("type") != "group":
+            return None
+        return str(raw["group"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def decode_key(data: bytes | None) -> OffsetKey | None:

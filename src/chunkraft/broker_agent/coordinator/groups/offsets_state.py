@@ -12,11 +12,14 @@ Not thread-safe: used on the broker's event loop.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from chunkraft.broker_agent.coordinator.groups.offset_records import (
     CommittedOffset,
     OffsetKey,
+    decode_group_key,
     decode_key,
     decode_value,
     merge_commit,
@@ -41,6 +44,8 @@ class OffsetsState:
     def __init__(self) -> None:
         self.next_offset = 0
         self.committed: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # group -> its last membership record's value (JSON; see offset_records)
+        self.memberships: dict[str, dict[str, Any]] = {}
         # producer id -> commits of its open transaction, in log order (None: a deletion)
         self.pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
 
@@ -69,6 +74,8 @@ class OffsetsState:
             else:
                 for key, value in _entries(records):
                     self._apply(key, value)
+                for record in records:
+                    self._apply_membership(record)
         self.next_offset = header.next_offset
 
     def _apply(self, key: OffsetKey, value: CommittedOffset | None) -> None:
@@ -80,6 +87,19 @@ class OffsetsState:
                 del self.committed[key.group]
             return
         group[tp] = merge_commit(group.get(tp), value)
+
+    def _apply_membership(self, record: Record) -> None:
+        group = decode_group_key(record.key)
+        if group is None:
+            return
+        try:
+            value: Any = None if record.value is None else json.loads(record.value)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and value.get("members"):
+            self.memberships[group] = value
+        else:
+            self.memberships.pop(group, None)
 
     # ------------------------------------------------------------------ reading
 

@@ -17,7 +17,9 @@ from chunkraft.protocol.coordinators import (
     OffsetCommitTopic,
     OffsetFetchTopicRequest,
     RangeOffset,
+    SyncGroupAssignment,
     SyncGroupRequest,
+    TopicPartitions,
 )
 from chunkraft.protocol.data_plane import (
     WritableTxnMarker,
@@ -172,6 +174,44 @@ def test_members_commit_with_their_generation(tmp_path: Path) -> None:
             assert left.error_code == 0
             beat = await coordinator.heartbeat("g", 1, joined.member_id)
             assert beat.error_code == Errors.UNKNOWN_MEMBER_ID.code
+        finally:
+            await cluster.close()
+    asyncio.run(scenario())
+
+
+def test_a_stable_generation_survives_a_leader_change(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0, 1))
+        try:
+            await _offsets_topic(cluster, leader=0, epoch=0)
+            first = _coordinator(cluster, 0)
+            joined = await first.join_group(JoinGroupRequest(group_id="g", topics=(TOPIC,)))
+            assignment = SyncGroupAssignment(member_id=joined.member_id, partitions=(
+                TopicPartitions(name=TOPIC, partitions=(0,)),))
+            synced = await first.sync_group(SyncGroupRequest(
+                group_id="g", generation_id=1, member_id=joined.member_id,
+                assignments=(assignment,)))
+            assert synced.error_code == 0
+            follower = cluster.managers[1].partitions[(OFFSETS_TOPIC, 0)]
+            await eventually(lambda: follower.log.log_end_offset == 1, "replication")
+            await _offsets_topic(cluster, leader=1, epoch=1)
+            second = _coordinator(cluster, 1)
+            beat = await second.heartbeat("g", 1, joined.member_id)
+            assert beat.error_code == 0
+            again = await second.sync_group(SyncGroupRequest(
+                group_id="g", generation_id=1, member_id=joined.member_id))
+            assert again.partitions == assignment.partitions
+            error, _ = await second.commit_offsets("g", 1, joined.member_id, [_commit(0, 6)])
+            assert error is Errors.NONE
+            # The last member leaves: the group is empty for the next coordinator too.
+            assert (await second.leave_group("g", joined.member_id)).error_code == 0
+            assert second.groups["g"].members == {}
+            third = _coordinator(cluster, 1)
+            assert (await third.heartbeat("g", 1, joined.member_id)).error_code == \
+                Errors.UNKNOWN_MEMBER_ID.code
+            error, _ = await third.commit_offsets("g", -1, "", [_commit(0, 7)])
+            assert error is Errors.NONE
         finally:
             await cluster.close()
     asyncio.run(scenario())
