@@ -34,6 +34,8 @@ class FakeCluster:
     leader_moves: int = 0
     threshold: int = 12
     fetches: list[tuple[int, int, int, Any]] = field(default_factory=list)
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    committed: dict[str, Any] = field(default_factory=lambda: {"committed_offset": -1})
 
     def metadata(self) -> dict[str, Any]:
         leader = 1 if self.leader_moves <= 0 else 2
@@ -102,6 +104,17 @@ class FakeCluster:
             offset = 0 if want["timestamp"] == -2 else self.records[want["partition_index"]]
             return httpx.Response(200, json={"topics": [{"name": "t", "partitions": [
                 {"partition_index": want["partition_index"], "offset": offset}]}]})
+        if path == "find-coordinator":
+            return httpx.Response(200, json={"coordinators": [
+                {"key": "g", "node_id": 1, "host": "b1", "port": 9001, "url": URLS[1]}]})
+        if path == "offset-commit":
+            self.commits.append(body)
+            return httpx.Response(200, json={"topics": [{"name": "t", "partitions": [
+                {"partition_index": p["partition_index"]}
+                for p in body["topics"][0]["partitions"]]}]})
+        if path == "offset-fetch":
+            return httpx.Response(200, json={"topics": [{"name": "t", "partitions": [
+                dict(partition_index=0, **self.committed)]}]})
         if path == "offsets-for-leader-epoch":
             return httpx.Response(200, json={"topics": [{"topic": "t", "partitions": [
                 {"partition": 0, "leader_epoch": 3, "end_offset": self.threshold}]}]})
@@ -215,3 +228,32 @@ def test_metadata_can_be_shared(fake: FakeCluster) -> None:
         assert shared.partition("t", 0) is not None  # not closed by the consumer
     finally:
         shared.close()
+
+
+def test_key_ranges_commit_range_offsets_and_start_from_them(fake: FakeCluster) -> None:
+    low, high = (0, 1000), (1001, KEY_HASH_MAX)
+    with consumer(group_id="g") as reader:
+        reader.assign({("t", 0): [low, high]})
+        reader.seek(("t", 0), 0)
+        for _ in range(30):
+            reader.poll(0)
+            if reader.range_positions(("t", 0))[high] == 15:
+                break
+        reader.seek(("t", 0), 0)
+        reader.poll(0)  # the low range is read again from 0 (no key of it: it moves on)
+        positions = reader.range_positions(("t", 0))
+        reader.commit()
+    (partition,) = fake.commits[-1]["topics"][0]["partitions"]
+    assert partition["committed_offset"] == min(positions.values())
+    assert {(r["lo"], r["hi"]): r["offset"] for r in partition["range_offsets"]} == positions
+
+    fake.committed = {"committed_offset": 4, "range_offsets": [
+        {"lo": 0, "hi": 1000, "offset": 9}, {"lo": 1001, "hi": KEY_HASH_MAX, "offset": 12}]}
+    with consumer(group_id="g") as again:
+        again.assign({("t", 0): [(0, 500), (900, 2000), high]})
+        assert again.range_positions(("t", 0)) == {(0, 500): 9, (900, 2000): 9, high: 12}
+        assert again.committed(("t", 0)) == 4
+        assert again.committed_ranges(("t", 0)) == {low: 9, high: 12}
+    with consumer(group_id="g") as whole:
+        whole.assign([("t", 0)])
+        assert whole.position(("t", 0)) == 4
