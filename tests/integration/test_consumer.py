@@ -358,9 +358,6 @@ def test_two_subscribed_members_of_a_group_share_the_partitions(
         f"p{p}-{i}".encode() for p in (0, 1) for i in range(20)}
 
 
-@pytest.mark.xfail(strict=False, reason="the Producer reordered records of one partition "
-                   "once in 5 runs on a loaded machine (partition 0 began with key-4:0, the "
-                   "second batch; key-0:0 came later): a Producer matter, not the Consumer's")
 def test_the_producer_and_the_consumer_keep_each_keys_order_across_create_partitions(
         cluster: LocalCluster, admin: AdminClient) -> None:
     """End to end with the real Producer: keyed records, createPartitions while it produces
