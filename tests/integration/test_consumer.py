@@ -454,3 +454,50 @@ def test_a_subscribed_member_picks_up_new_partitions_and_keeps_each_keys_order(
             by_key.setdefault(record.key, []).append(int(record.value.split(b":")[1]))
     assert by_key == {k: list(range(6)) for k in keys}, [(r.partition, r.offset, r.value)
                                                          for r in got]
+
+
+def test_the_consumer_reads_on_after_its_leader_is_killed(
+        cluster: LocalCluster, admin: AdminClient) -> None:
+    """kill -9 of the active chunk's leader while a consumer reads: it refreshes the metadata,
+    reads on from the new leader and loses nothing. (Last in the module: it restarts the
+    broker it killed.)"""
+    topic = "c-failover"
+    admin.create_topic(topic, None, None, [[0, 1, 2]])
+    leader = leader_of(cluster, topic)
+    assert leader == 0
+    produce(cluster, 0, topic, 0, 1, [(None, f"before-{i}".encode(), now_ms())
+                                       for i in range(10)], acks=-1)
+    with consumer(cluster) as reader:
+        reader.assign([(topic, 0)])
+        reader.seek_to_beginning()
+        got = read_all(reader, 10)
+        try:
+            cluster.kill_broker(0)
+            new_leader = leader_of_other(cluster, topic, not_on=0)
+            produce(cluster, new_leader, topic, 0, 1, [(None, f"after-{i}".encode(), now_ms())
+                                                       for i in range(10)], acks=-1)
+            got.extend(read_all(reader, 10, timeout=45))
+        finally:
+            cluster.start_broker(0)
+            cluster.wait_brokers_ready(timeout=60)
+    assert [r.value for r in got] == [f"before-{i}".encode() for i in range(10)] + [
+        f"after-{i}".encode() for i in range(10)]
+    assert {r.broker_id for r in got[10:]} == {new_leader}
+
+
+def leader_of_other(cluster: LocalCluster, topic: str, *, not_on: int) -> int:
+    found: list[int] = []
+
+    def elected() -> bool:
+        for broker_id in sorted(cluster.broker_nodes):
+            if broker_id == not_on:
+                continue
+            with broker(cluster, broker_id) as client:
+                part, _ = client.fetch_records(topic, 0, 0, max_wait_ms=0)
+            if part.error_code == 0:
+                found[:] = [broker_id]
+                return True
+        return False
+
+    wait_until(elected, f"a new leader of {topic}-0", 30, 0.2)
+    return found[0]
