@@ -3,7 +3,10 @@
 Every process is real (one LocalCluster for the module: controllers 1..3, brokers 0..2 on
 127.0.0.1); the tests use only public APIs: the admin REST API (:class:`AdminClient`) for
 topics and chunks, and :class:`Producer` / :class:`Consumer` against the brokers' URLs. Each
-test has its own topic; the one that kills a broker runs last and restarts it.
+test has its own topic; the one that kills a broker runs last and restarts it. First of all,
+before the module's cluster starts (one cluster at a time), ``chunkraft demo --exit`` tells the
+same KIP-1114 plan with its own cluster, and its output is checked; ``chunkraft produce`` and
+``chunkraft consume`` are run as commands against the module's cluster.
 
 - KIP-1114 CreateChunkTest, non-transactional and transactional; AlterChunkAssignmentsTest.
 - KIP-253: keyed records from several producers across a createPartitions; a consumer group
@@ -16,6 +19,9 @@ test has its own topic; the one that kills a broker runs last and restarts it.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -131,6 +137,70 @@ def drain(consumer: Consumer, quiet: float = 2.0, timeout: float = WAIT_S) -> li
             records.extend(batch)
             last = time.monotonic()
     return records
+
+
+# ---------------------------------------------------------------------------- the commands
+
+
+def test_chunkraft_demo_shows_which_broker_served_each_poll(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Runs first: the demo starts and stops its own cluster before the module's starts."""
+    directory = tmp_path_factory.mktemp("demo")
+    done = subprocess.run([sys.executable, "-m", "chunkraft", "demo", "--dir", str(directory),
+                           "--exit"], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    polls = re.findall(r"^  poll (\d): broker (\d) served offsets (\d+)\.\.(\d+)", done.stdout,
+                       re.MULTILINE)
+    assert polls == [("1", "0", "0", "9"), ("2", "1", "10", "19"),   # CreateChunkTest
+                     ("1", "0", "0", "9"), ("2", "1", "10", "19"),   # ... transactional
+                     ("1", "2", "0", "9"), ("2", "1", "10", "19")], done.stdout  # the move
+    assert "inactive chunk start 0 stop 9 end 19: replicas [0], epoch 0" in done.stdout
+    assert "stopping the controllers..." in done.stdout
+
+
+def chunkraft(*words: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chunkraft", *words], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_console_producer_and_consumer(kit: Kit) -> None:
+    topic = kit.topic_on("console", [[0]])
+    connection = ["--bootstrap-server", ",".join(kit.urls),
+                  "--command-config", str(kit.cluster.command_config_path), "--topic", topic]
+    lines = "".join(f"key-{i}:value-{i}\n" for i in range(20))
+    produced = chunkraft("produce", *connection, "--property", "parse.key=true",
+                         "key.separator=:", stdin=lines)
+    assert produced.returncode == 0 and produced.stdout == "", produced.stderr
+    kit.cut(topic, 1)
+    produced = chunkraft("produce", *connection, "--transactional-id", "console-txn",
+                         stdin="in-a-transaction\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = chunkraft("consume", *connection, "--from-beginning", "--timeout-ms", "5000",
+                         "--isolation-level", "read_committed", "--property", "print.key=true",
+                         "print.offset=true", "print.broker=true")
+    assert consumed.returncode == 0, consumed.stderr
+    rows = [line.split("\t") for line in consumed.stdout.splitlines()]
+    assert rows[:20] == [[f"Offset:{i}", "Broker:0", f"key-{i}", f"value-{i}"]
+                         for i in range(20)]
+    assert rows[20:] == [["Offset:20", "Broker:1", "null", "in-a-transaction"]]
+    assert "Processed a total of 21 messages" in consumed.stderr
+    half = KEY_HASH_MAX // 2
+    by_range = []
+    for key_range in (f"0-{half}", f"{half + 1}-{KEY_HASH_MAX}"):
+        done = chunkraft("consume", *connection, "--partition", "0", "--offset", "earliest",
+                         "--key-range", key_range, "--group", "console-ranges",
+                         "--timeout-ms", "3000", "--property", "print.key=true")
+        assert done.returncode == 0, done.stderr
+        by_range.append([line.split("\t")[0] for line in done.stdout.splitlines()])
+    assert sorted(by_range[0] + by_range[1]) == sorted(
+        [f"key-{i}" for i in range(20)] + ["null"])
+    assert not set(by_range[0]) & set(by_range[1])
+    missing = chunkraft("consume", "--bootstrap-server", ",".join(kit.urls), "--command-config",
+                        str(kit.cluster.command_config_path), "--topic", "no-such-topic",
+                        "--timeout-ms", "1000")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("Error while executing consume command : "), missing.stderr
 
 
 # ------------------------------------------------------------------------------ KIP-1114

@@ -275,8 +275,10 @@ def consume(urls: list[str], topic: str, plan: Plan, formatter: RecordFormatter,
                             **options)
     except errors as error:
         raise ToolError(describe_client_error(error)) from None
+    started = False
     try:
         _start(consumer, topic, plan)
+        started = True
         last_record = time.monotonic()
         while max_messages is None or count < max_messages:
             wait = POLL_MS
@@ -302,7 +304,8 @@ def consume(urls: list[str], topic: str, plan: Plan, formatter: RecordFormatter,
     except KeyboardInterrupt:
         pass
     finally:
-        print(f"Processed a total of {count} messages", file=sys.stderr)
+        if started:  # Kafka's last word, once reading began
+            print(f"Processed a total of {count} messages", file=sys.stderr)
         with contextlib.suppress(*errors):  # leaving the group is best effort at exit
             consumer.close()
     return 0

@@ -155,3 +155,20 @@ def test_max_messages_commits_only_what_was_printed() -> None:
     _, consumer = consume(["--group", "g", "--partition", "0", "--offset", "latest",
                            "--timeout-ms", "0"], [])
     assert consumer.calls[:2] == [("assign", [("t", 0)]), ("seek_to_end", [("t", 0)])]
+
+
+def test_an_unknown_topic_is_an_error_without_a_total(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    def factory(bootstrap: list[str], **options: Any) -> FakeConsumer:
+        consumer = FakeConsumer(bootstrap, options, [])
+        consumer.partitions_for = lambda topic: []  # type: ignore[method-assign]
+        return consumer
+
+    parser = build_parser()
+    args = parser.parse_args(["--bootstrap-server", URL, "--topic", "nope"])
+    from chunkraft.cli.output import run_tool
+
+    assert run_tool("consume", lambda p, a: run(p, a, io.StringIO(), factory), parser,
+                    args) == 1
+    assert capsys.readouterr().err == ("Error while executing consume command : Topic 'nope' "
+                                       "does not exist or has no partitions\n")
