@@ -34,7 +34,7 @@ import pytest
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
-from chunkraft.client.producer import Producer
+from chunkraft.client.producer import Producer, ProducerError
 from chunkraft.dataplane.murmur2 import partition_for_key, positive_hash
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
@@ -260,6 +260,26 @@ def test_kip1114_alter_chunk_assignments_test(kit: Kit) -> None:
         first, second = polls(consumer, 20)[:2]
     assert served(first) == ({2}, list(range(10)))
     assert served(second) == ({1}, list(range(10, 20)))
+
+
+@pytest.mark.xfail(strict=True, raises=ProducerError, reason=(
+    "a broker that leads the active chunk again keeps the producer state of its own earlier "
+    "chunk: OUT_OF_ORDER_SEQUENCE_NUMBER 'sequence 30 does not follow 9'"))
+def test_one_producer_across_cuts_back_to_a_broker(kit: Kit) -> None:
+    """The active chunk goes 0 -> 1 -> 2 -> 0 under one idempotent producer; every record is
+    acknowledged and read once, each chunk from its broker."""
+    topic = kit.topic_on("cut-round-trip", [[0]])
+    with kit.producer() as producer:
+        for slice_index, broker_id in enumerate((1, 2, 0, None)):
+            assert send_ten(producer, topic, f"slice{slice_index}") == list(
+                range(10 * slice_index, 10 * slice_index + 10))
+            if broker_id is not None:
+                kit.cut(topic, broker_id)
+    with kit.consumer("cut-round-trip-reader") as consumer:
+        consumer.assign([(topic, 0)])
+        batches = polls(consumer, 40)
+    served_by = [(r.offset // 10, r.broker_id) for b in batches for r in b]
+    assert sorted(set(served_by)) == [(0, 0), (1, 1), (2, 2), (3, 0)]
 
 
 # ------------------------------------------------------------------------------- KIP-253
