@@ -94,15 +94,15 @@ def stop_cluster(cluster: LocalCluster, out: TextIO) -> None:
         cluster.stop()
 
 
-def _hints(cluster: LocalCluster, out: TextIO) -> None:
+def _hints(cluster: LocalCluster, topic: str, out: TextIO) -> None:
     brokers = ",".join(cluster.broker_url(b) for b in sorted(cluster.broker_nodes))
     controllers = ",".join(cluster.urls)
     config = cluster.command_config_path
     print("\ntry, while it serves:", file=out)
     print(f"  echo hello | chunkraft produce --bootstrap-server {brokers} "
-          f"--command-config {config} --topic kip1114-create", file=out)
+          f"--command-config {config} --topic {topic}", file=out)
     print(f"  chunkraft consume --bootstrap-server {brokers} --command-config {config} "
-          f"--topic kip1114-create --from-beginning --timeout-ms 5000 "
+          f"--topic {topic} --from-beginning --timeout-ms 5000 "
           f"--property print.offset=true print.broker=true", file=out)
     print(f"  chunkraft topics --bootstrap-server {controllers} --command-config {config} "
           f"--describe", file=out)
@@ -125,9 +125,9 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     try:
         boot(cluster, out)
-        run_client_demo(cluster, out)
+        topic = run_client_demo(cluster, out)
         if not args.exit:
-            _hints(cluster, out)
+            _hints(cluster, topic, out)
             print("serving; press Ctrl-C to stop every broker and controller", file=out,
                   flush=True)
             while not stop.wait(0.5):

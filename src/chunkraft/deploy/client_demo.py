@@ -190,21 +190,23 @@ def _text(value: bytes | None) -> str:
     return value.decode("utf-8", errors="replace") if value is not None else "null"
 
 
-def run_client_demo(cluster: LocalCluster, out: TextIO) -> None:
-    """Tells the three acts on ``cluster`` (controllers ready, brokers 0..2 unfenced)."""
+def run_client_demo(cluster: LocalCluster, out: TextIO) -> str:
+    """Tells the three acts on ``cluster`` (controllers ready, brokers 0..2 unfenced); returns
+    the first act's topic (for the hints printed after the demo)."""
     missing = [b for b in BROKERS
                if b not in cluster.broker_nodes or not cluster.broker_nodes[b].running]
     if missing:
         raise DemoError(f"the demo needs broker agents 0, 1 and 2 running; not: {missing}")
     with AdminClient(cluster.urls, CommandConfig(token=cluster.admin_token)) as admin:
         story = _Story(cluster, admin, out)
-        _create_chunk_test(story)
+        topic = _create_chunk_test(story)
         _transactional_create_chunk_test(story)
         _alter_chunk_assignments_test(story)
     story.say("\n== Done: every read above came from the broker that holds the chunk")
+    return topic
 
 
-def _create_chunk_test(story: _Story) -> None:
+def _create_chunk_test(story: _Story) -> str:
     story.step("KIP-1114 CreateChunkTest: a topic on broker 0 only; 10 records")
     topic = story.create_topic("kip1114-create")
     with story.producer(client_id="demo-producer") as producer:
@@ -215,6 +217,7 @@ def _create_chunk_test(story: _Story) -> None:
     story.step("A new consumer (auto.offset.reset=earliest) reads chunk by chunk")
     with story.consumer("demo-reader-1") as consumer:
         story.read(consumer, topic, 20)
+    return topic
 
 
 def _transactional_create_chunk_test(story: _Story) -> None:
