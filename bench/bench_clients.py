@@ -155,16 +155,17 @@ def fill(bench: Bench, topic: str, args: argparse.Namespace, spread: bool) -> No
     """``args.records`` records in 10 slices, every record's acknowledgement checked; with
     ``spread``, the active chunk cut after each slice onto the next broker (0, 1, 2, 0, ...).
 
-    Two workarounds, both for refusals this bench found (OUT_OF_ORDER_SEQUENCE_NUMBER); the
-    fill's speed is not what is measured. One producer per slice: a broker that leads the
-    active chunk again (0 -> 1 -> 2 -> 0) still holds the producer's state of its own earlier
-    chunk ("sequence 3000 does not follow 999"). One batch in flight: with several, a slice
-    failed with "sequence 0 does not follow 999"."""
+    One producer per slice, a workaround for a refusal this bench found: a broker that leads
+    the active chunk again (0 -> 1 -> 2 -> 0) still holds the producer's state of its own
+    earlier chunk and refuses the same producer's next sequence numbers
+    (OUT_OF_ORDER_SEQUENCE_NUMBER "sequence 3000 does not follow 999"; the xfail test
+    ``test_one_producer_across_cuts_back_to_a_broker`` in tests/e2e/test_kip_test_plans.py).
+    The fill's speed is not what is measured."""
     bench.admin.create_topic(topic, None, None, [[0]])
     payload = os.urandom(args.record_bytes)
     per_slice = args.records // 10
     for index in range(10):
-        producer = bench.producer(linger_ms=20, batch_size=500, max_in_flight=1)
+        producer = bench.producer(linger_ms=20, batch_size=500)
         try:
             futures = [producer.send(topic, payload, partition=0) for _ in range(per_slice)]
             producer.flush()
