@@ -34,7 +34,7 @@ import pytest
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
-from chunkraft.client.producer import Producer, ProducerError
+from chunkraft.client.producer import Producer
 from chunkraft.dataplane.murmur2 import partition_for_key, positive_hash
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
@@ -262,9 +262,6 @@ def test_kip1114_alter_chunk_assignments_test(kit: Kit) -> None:
     assert served(second) == ({1}, list(range(10, 20)))
 
 
-@pytest.mark.xfail(strict=True, raises=ProducerError, reason=(
-    "a broker that leads the active chunk again keeps the producer state of its own earlier "
-    "chunk: OUT_OF_ORDER_SEQUENCE_NUMBER 'sequence 30 does not follow 9'"))
 def test_one_producer_across_cuts_back_to_a_broker(kit: Kit) -> None:
     """The active chunk goes 0 -> 1 -> 2 -> 0 under one idempotent producer; every record is
     acknowledged and read once, each chunk from its broker."""

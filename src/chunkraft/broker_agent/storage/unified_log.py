@@ -428,7 +428,8 @@ class UnifiedLog:
         chunks held elsewhere; nothing happens when the LEO is already at or past it.
 
         An empty log restarts at ``offset``; a log holding older chunks gets an empty active
-        segment based at ``offset`` (the same steps a follower append takes for a gap).
+        segment based at ``offset`` (the same steps a follower append takes for a gap) and
+        forgets its producers' state, which the chunks in the gap carried on.
         """
         if self.log_end_offset >= offset:
             return
@@ -437,6 +438,12 @@ class UnifiedLog:
             return
         self.roll()
         self._replace_empty_active(offset)
+        # What producers wrote below the gap went on in chunks held elsewhere (later sequences,
+        # the markers of their transactions): start their state afresh, as a new replica does,
+        # or this log would refuse their next sequence and keep its LSO at an old transaction.
+        self.producers.clear()
+        self.producers.take_snapshot(offset)
+        self._set_recovery_point(offset)
 
     def append_as_leader(
         self,

@@ -438,3 +438,19 @@ def test_start_at_leaves_a_gap_for_chunks_held_elsewhere(tmp_path: Path) -> None
     log.start_at(10)  # below the LEO: nothing happens
     assert log.log_end_offset == 43
     log.close()
+
+
+def test_start_at_forgets_producers_whose_story_went_on_elsewhere(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(3, producer_id=7, producer_epoch=0, base_sequence=0), 0)
+    log.append_as_leader(batch(2, producer_id=8, producer_epoch=0, base_sequence=0,
+                               transactional=True), 0)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.first_unstable_offset() == 3  # producer 8's transaction is open here
+    log.start_at(50)  # its marker, and producer 7's sequences 3..29, are in other chunks
+    assert log.first_unstable_offset() is None and log.producer_state(7) is None
+    info = log.append_as_leader(batch(2, producer_id=7, producer_epoch=0, base_sequence=30), 1)
+    assert info.first_offset == 50
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 52
+    log.close()
