@@ -155,26 +155,21 @@ def fill(bench: Bench, topic: str, args: argparse.Namespace, spread: bool) -> No
     """``args.records`` records in 10 slices, every record's acknowledgement checked; with
     ``spread``, the active chunk cut after each slice onto the next broker (0, 1, 2, 0, ...).
 
-    One producer per slice, a workaround for a refusal this bench found: a broker that leads
-    the active chunk again (0 -> 1 -> 2 -> 0) still holds the producer's state of its own
-    earlier chunk and refuses the same producer's next sequence numbers
-    (OUT_OF_ORDER_SEQUENCE_NUMBER "sequence 3000 does not follow 999"; the xfail test
-    ``test_one_producer_across_cuts_back_to_a_broker`` in tests/e2e/test_kip_test_plans.py).
     The fill's speed is not what is measured."""
     bench.admin.create_topic(topic, None, None, [[0]])
     payload = os.urandom(args.record_bytes)
     per_slice = args.records // 10
-    for index in range(10):
-        producer = bench.producer(linger_ms=20, batch_size=500)
-        try:
+    producer = bench.producer(linger_ms=20, batch_size=500)
+    try:
+        for index in range(10):
             futures = [producer.send(topic, payload, partition=0) for _ in range(per_slice)]
             producer.flush()
             for future in futures:
                 future.result(timeout=WAIT_S)  # raises a record's failure, if any
-        finally:
-            producer.close()
-        if spread and index < 9:
-            bench.cut(topic, (index + 1) % 3)
+            if spread and index < 9:
+                bench.cut(topic, (index + 1) % 3)
+    finally:
+        producer.close()
 
 
 def read_all(bench: Bench, topic: str, want: int, client_id: str) -> tuple[float, int, set[int]]:
