@@ -9,21 +9,19 @@ names the property and where its value came from. The properties and their meani
 
 from __future__ import annotations
 
-import difflib
 import uuid
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
 from pathlib import Path
 from typing import Any
 
-from chunkraft.broker_agent.settings import SETTINGS, setting_named
+from chunkraft.broker_agent.settings import SETTINGS
 from chunkraft.controller.addresses import Listener, is_wildcard
-from chunkraft.controller.properties import parse_properties
+from chunkraft.controller.config_layers import COMMAND_LINE, read_layers
 from chunkraft.errors import ConfigError
 
 __all__ = ["COMMAND_LINE", "BrokerConfig", "load_broker_config"]
 
-COMMAND_LINE = "command line"
 _MIB = 1024 * 1024
 _NEVER = 2**63 - 1
 _WEEK_MS = 7 * 24 * 3600 * 1000
@@ -147,39 +145,6 @@ def _check(config: BrokerConfig, sources: Mapping[str, str]) -> None:
                    "https:// listener")
 
 
-class _Raw:
-    __slots__ = ("source", "text")
-
-    def __init__(self, text: str, source: str) -> None:
-        self.text = text.strip()
-        self.source = source
-
-
-def _unknown(name: str, source: str) -> ConfigError:
-    close = difflib.get_close_matches(name, [s.name for s in SETTINGS], n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return ConfigError(f"unknown setting {name!r} ({source}){hint}", setting=name, source=source)
-
-
-def _file_layer(path: str) -> dict[str, _Raw]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        raise ConfigError(f"cannot read config file {path}: {reason}", source=path) from error
-    try:
-        entries = parse_properties(text)
-    except ValueError as error:
-        raise ConfigError(f"config file {path}: {error}", source=path) from None
-    layer: dict[str, _Raw] = {}
-    for name, entry in entries.items():
-        source = f"file {path}, line {entry.line}"
-        if setting_named(name) is None:
-            raise _unknown(name, source)
-        layer[name] = _Raw(entry.value, source)
-    return layer
-
-
 def load_broker_config(config_file: str | None, overrides: Mapping[str, str],
                        environ: Mapping[str, str]) -> BrokerConfig:
     """The configuration from ``overrides`` > ``environ`` (``CHUNKRAFT_BROKER_*``) > file >
@@ -189,24 +154,9 @@ def load_broker_config(config_file: str | None, overrides: Mapping[str, str],
     overrides), a value that does not parse, a required property left unset, or settings that
     contradict each other. An empty value of an optional property means "not set".
     """
-    raw: dict[str, _Raw] = _file_layer(config_file) if config_file is not None else {}
-    raw.update({s.name: _Raw(environ[s.env_var], f"environment variable {s.env_var}")
-                for s in SETTINGS if s.env_var in environ})
-    for name, text in overrides.items():
-        if setting_named(name) is None:
-            raise _unknown(name, COMMAND_LINE)
-        raw[name] = _Raw(text, COMMAND_LINE)
-    values: dict[str, Any] = {}
-    for name, item in raw.items():
-        setting = setting_named(name)
-        assert setting is not None
-        try:
-            value = setting.parse(item.text)
-        except ValueError as error:
-            raise ConfigError(f"{name} ({item.source}): {error}", setting=name,
-                              source=item.source) from None
-        if value is not None:
-            values[setting.attribute] = value
+    raw, by_name = read_layers(SETTINGS, config_file, environ, overrides)
+    # A setting's attribute is its name with dots as underscores (BrokerSetting.attribute).
+    values: dict[str, Any] = {name.replace(".", "_"): value for name, value in by_name.items()}
     where = config_file if config_file is not None else "a config file (none was given)"
     for setting in SETTINGS:
         if setting.required and setting.attribute not in values:

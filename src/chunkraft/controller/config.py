@@ -9,7 +9,6 @@ meaning, in :mod:`.settings` and in ``docs/operations.md``.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import uuid
 from collections.abc import Mapping
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.controller.addresses import ControllerUrl, Listener, Voter, is_wildcard
-from chunkraft.controller.properties import parse_properties
-from chunkraft.controller.settings import SETTINGS, setting_named
+from chunkraft.controller.config_layers import COMMAND_LINE, RawSetting, read_layers
+from chunkraft.controller.settings import SETTINGS
 from chunkraft.errors import ConfigError
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-COMMAND_LINE = "command line"
 """The source named in errors for a value given by a flag or ``--override``."""
 DEFAULT = "default"
 """The source named in errors for a value nobody set."""
@@ -274,76 +272,8 @@ def check_authentication(config: ControllerConfig) -> None:
         setting="auth.credentials.file")
 
 
-class _Raw:
-    """A property's text and where it came from, before parsing."""
-
-    __slots__ = ("source", "text")
-
-    def __init__(self, text: str, source: str) -> None:
-        self.text = text.strip()
-        self.source = source
-
-
-def _unknown(name: str, source: str) -> ConfigError:
-    close = difflib.get_close_matches(name, [s.name for s in SETTINGS], n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return ConfigError(f"unknown setting {name!r} ({source}){hint}", setting=name, source=source)
-
-
-def _file_layer(path: str) -> dict[str, _Raw]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        raise ConfigError(f"cannot read config file {path}: {reason}", source=path) from error
-    try:
-        entries = parse_properties(text)
-    except ValueError as error:
-        raise ConfigError(f"config file {path}: {error}", source=path) from None
-    layer: dict[str, _Raw] = {}
-    for name, entry in entries.items():
-        source = f"file {path}, line {entry.line}"
-        if setting_named(name) is None:
-            raise _unknown(name, source)
-        layer[name] = _Raw(entry.value, source)
-    return layer
-
-
-def _env_layer(environ: Mapping[str, str]) -> dict[str, _Raw]:
-    # Only known names are looked up: other CHUNKRAFT_* variables may belong to other tools.
-    return {
-        s.name: _Raw(environ[s.env_var], f"environment variable {s.env_var}")
-        for s in SETTINGS
-        if s.env_var in environ
-    }
-
-
-def _override_layer(overrides: Mapping[str, str]) -> dict[str, _Raw]:
-    layer: dict[str, _Raw] = {}
-    for name, text in overrides.items():
-        if setting_named(name) is None:
-            raise _unknown(name, COMMAND_LINE)
-        layer[name] = _Raw(text, COMMAND_LINE)
-    return layer
-
-
-def _parse(raw: Mapping[str, _Raw]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, item in raw.items():
-        setting = setting_named(name)
-        assert setting is not None  # the layers admit known names only
-        try:
-            value = setting.parse(item.text)
-        except ValueError as error:
-            raise ConfigError(
-                f"{name} ({item.source}): {error}", setting=name, source=item.source
-            ) from None
-        if value is not None:
-            values[name] = value
-    return values
-
-
-def _password(raw: Mapping[str, _Raw], values: dict[str, Any], sources: dict[str, str]) -> None:
+def _password(raw: Mapping[str, RawSetting], values: dict[str, Any],
+              sources: dict[str, str]) -> None:
     """Reads raft.password.file into raft.password; exactly one of the two must be set."""
     path: Path | None = values.pop("raft.password.file", None)
     if path is None:
@@ -405,14 +335,7 @@ def load_controller_config(
     required property left unset, or settings that contradict each other. Surrounding
     whitespace is no part of any value; an empty value of an optional property means "not set".
     """
-    raw: dict[str, _Raw] = {}
-    for layer in (
-        _file_layer(config_file) if config_file is not None else {},
-        _env_layer(environ),
-        _override_layer(overrides),
-    ):
-        raw.update(layer)
-    values = _parse(raw)
+    raw, values = read_layers(SETTINGS, config_file, environ, overrides)
     sources = {s.name: raw[s.name].source if s.name in raw else DEFAULT for s in SETTINGS}
     _password(raw, values, sources)
     where = config_file if config_file is not None else "a config file (none was given)"
