@@ -10,13 +10,18 @@ own, so a controller's ``CHUNKRAFT_NODE_ID`` in the same shell never configures 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from chunkraft.controller.addresses import Listener, parse_listener, parse_node_id
-from chunkraft.controller.settings import parse_cluster_id
+from chunkraft.controller.addresses import parse_listener, parse_node_id
+from chunkraft.controller.settings import Setting, parse_cluster_id
+from chunkraft.controller.settings import parse_boolean as _boolean
+from chunkraft.controller.settings import parse_broker_principal as _broker_principal
+from chunkraft.controller.settings import parse_client_auth as _client_auth
+from chunkraft.controller.settings import parse_integer as _integer
+from chunkraft.controller.settings import parse_optional_listener as _optional_listener
+from chunkraft.controller.settings import parse_optional_path as _optional_path
+from chunkraft.controller.settings import parse_principals as _principals
 
 __all__ = ["ENV_PREFIX", "SETTINGS", "BrokerSetting", "broker_env_var", "setting_named"]
 
@@ -28,57 +33,25 @@ def broker_env_var(name: str) -> str:
     return ENV_PREFIX + name.upper().replace(".", "_")
 
 
-class BrokerSetting(NamedTuple):
-    """One broker property.
+class BrokerSetting(Setting):
+    """One broker property: a controller :class:`~chunkraft.controller.settings.Setting` row
+    whose environment variable has the broker's own prefix (``CHUNKRAFT_BROKER_``)."""
 
-    ``parse`` turns the stripped text into the attribute's value (None: "not set", only for
-    optional settings given an empty value) and raises ValueError with a message that does not
-    repeat the name. ``minimum`` bounds an integer setting.
-    """
-
-    name: str
-    parse: Callable[[str], Any]
-    meaning: str
-    required: bool = False
-    minimum: int | None = None
+    __slots__ = ()
 
     @property
     def env_var(self) -> str:
         return broker_env_var(self.name)
 
-    @property
-    def attribute(self) -> str:
-        return self.name.replace(".", "_")
 
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_PRINCIPAL = re.compile(r"[^\s:;]+:[^;]*\S[^;]*")
-_CLIENT_AUTH = ("none", "requested", "required")
 
-
-def _integer(text: str) -> int:
-    if not _INTEGER.fullmatch(text):
-        raise ValueError(f"not an integer: {text!r}")
-    return int(text)
-
-
-def _boolean(text: str) -> bool:
-    value = text.lower()
-    if value not in ("true", "false"):
-        raise ValueError(f"not true or false: {text!r}")
-    return value == "true"
 
 
 def _optional_text(text: str) -> str | None:
     return text or None
 
 
-def _optional_path(text: str) -> Path | None:
-    return Path(text) if text else None
-
-
-def _optional_listener(text: str) -> Listener | None:
-    return parse_listener(text) if text else None
 
 
 def _optional_cluster_id(text: str) -> Any:
@@ -107,29 +80,7 @@ def _controller_urls(text: str) -> tuple[str, ...]:
     return tuple(urls)
 
 
-def _principals(text: str) -> tuple[str, ...]:
-    principals: list[str] = []
-    for item in (part.strip() for part in text.split(";")):
-        if not item:
-            continue
-        if not _PRINCIPAL.fullmatch(item):
-            raise ValueError(f"{item!r} is not a principal of the form Type:name (User:admin)")
-        if item not in principals:
-            principals.append(item)
-    return tuple(principals)
 
-
-def _broker_principal(text: str) -> str:
-    if not _PRINCIPAL.fullmatch(text) or "{id}" not in text:
-        raise ValueError(f"{text!r} is not a principal of the form Type:name with {{id}}")
-    return text
-
-
-def _client_auth(text: str) -> str:
-    value = text.lower()
-    if value not in _CLIENT_AUTH:
-        raise ValueError(f"{text!r} is not one of {', '.join(_CLIENT_AUTH)}")
-    return value
 
 
 SETTINGS: tuple[BrokerSetting, ...] = (

@@ -24,7 +24,21 @@ from chunkraft.controller.addresses import (
 )
 from chunkraft.records.uuids import parse_kafka_uuid
 
-__all__ = ["ENV_PREFIX", "SETTINGS", "Setting", "env_var", "parse_cluster_id", "setting_named"]
+__all__ = [
+    "ENV_PREFIX",
+    "SETTINGS",
+    "Setting",
+    "env_var",
+    "parse_boolean",
+    "parse_broker_principal",
+    "parse_client_auth",
+    "parse_cluster_id",
+    "parse_integer",
+    "parse_optional_listener",
+    "parse_optional_path",
+    "parse_principals",
+    "setting_named",
+]
 
 ENV_PREFIX = "CHUNKRAFT_"
 """Environment variables that set a controller property start with this."""
@@ -64,7 +78,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _PRINCIPAL = re.compile(r"[^\s:;]+:[^;]*\S[^;]*")
 
 
-def _integer(text: str) -> int:
+def parse_integer(text: str) -> int:
     if not _INTEGER.fullmatch(text):
         raise ValueError(f"not an integer: {text!r}")
     return int(text)
@@ -90,11 +104,11 @@ def _path(text: str) -> Path:
     return Path(_not_empty(text))
 
 
-def _optional_path(text: str) -> Path | None:
+def parse_optional_path(text: str) -> Path | None:
     return Path(text) if text else None
 
 
-def _optional_listener(text: str) -> Listener | None:
+def parse_optional_listener(text: str) -> Listener | None:
     return parse_listener(text) if text else None
 
 
@@ -102,14 +116,14 @@ def _optional_urls(text: str) -> Any:
     return parse_controller_urls(text) if text else None
 
 
-def _boolean(text: str) -> bool:
+def parse_boolean(text: str) -> bool:
     value = text.lower()
     if value not in ("true", "false"):
         raise ValueError(f"not true or false: {text!r}")
     return value == "true"
 
 
-def _broker_principal(text: str) -> str:
+def parse_broker_principal(text: str) -> str:
     if not _PRINCIPAL.fullmatch(text) or ";" in text:
         raise ValueError(f"{text!r} is not a principal of the form Type:name (User:broker-{{id}})")
     if "{id}" not in text:
@@ -124,14 +138,14 @@ def _broker_principal(text: str) -> str:
 _CLIENT_AUTH = ("none", "requested", "required")
 
 
-def _client_auth(text: str) -> str:
+def parse_client_auth(text: str) -> str:
     value = text.lower()
     if value not in _CLIENT_AUTH:
         raise ValueError(f"{text!r} is not one of {', '.join(_CLIENT_AUTH)}")
     return value
 
 
-def _principals(text: str) -> tuple[str, ...]:
+def parse_principals(text: str) -> tuple[str, ...]:
     principals: list[str] = []
     for item in (part.strip() for part in text.split(";")):
         if not item:
@@ -174,13 +188,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "raft.password.file",
-        _optional_path,
+        parse_optional_path,
         "A file whose content (surrounding whitespace removed) is raft.password.",
     ),
     Setting("listeners", parse_listener, "Where the HTTP API listens: `http://host:port`.", True),
     Setting(
         "advertised.listeners",
-        _optional_listener,
+        parse_optional_listener,
         "The URL others use to reach this controller's HTTP API; default: listeners. Required "
         "when listeners binds 0.0.0.0 or ::.",
     ),
@@ -193,130 +207,130 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "raft.election.timeout.min.ms",
-        _integer,
+        parse_integer,
         "Shortest time a follower waits for the leader before it starts an election; must "
         "exceed 3 x raft.append.entries.period.ms.",
         minimum=1,
     ),
     Setting(
         "raft.election.timeout.max.ms",
-        _integer,
+        parse_integer,
         "Longest such wait (each election picks a random time in between); must exceed the "
         "minimum.",
         minimum=1,
     ),
     Setting(
         "raft.append.entries.period.ms",
-        _integer,
+        parse_integer,
         "How often the leader sends entries or a heartbeat to each follower.",
         minimum=1,
     ),
     Setting(
         "raft.connection.retry.ms",
-        _integer,
+        parse_integer,
         "Wait before reconnecting to a peer that is not connected.",
         minimum=1,
     ),
     Setting(
         "raft.leader.fallback.timeout.ms",
-        _integer,
+        parse_integer,
         "A leader that hears from no majority for this long steps down; must exceed "
         "raft.append.entries.period.ms.",
         minimum=1,
     ),
     Setting(
         "raft.log.compaction.min.entries",
-        _integer,
+        parse_integer,
         "Raft log entries since the last compaction before the next one may start.",
         minimum=2,
     ),
     Setting(
         "raft.log.compaction.min.time.ms",
-        _integer,
+        parse_integer,
         "Time since the last Raft log compaction before the next one may start.",
         minimum=1,
     ),
     Setting(
         "raft.log.compaction.max.bytes",
-        _integer,
+        parse_integer,
         "Journal bytes since the last compaction after which one is forced, whatever the count.",
         minimum=1024,
     ),
     Setting(
         "broker.session.timeout.ms",
-        _integer,
+        parse_integer,
         "A broker that has not heartbeated for this long is fenced.",
         minimum=1,
     ),
     Setting(
         "broker.heartbeat.interval.ms",
-        _integer,
+        parse_integer,
         "How often brokers are told to heartbeat; must be less than broker.session.timeout.ms.",
         minimum=1,
     ),
     Setting(
         "super.users",
-        _principals,
+        parse_principals,
         "Principals allowed everything, whatever the ACLs: `User:admin;User:ops` (';' between "
         "them, since a principal's name may hold commas). Default: none.",
     ),
     Setting(
         "allow.everyone.if.no.acl.found",
-        _boolean,
+        parse_boolean,
         "`true`: a resource no ACL matches is open to every principal (Kafka's setting of the "
         "same name). Default `false`: only super users and ACLs grant anything.",
     ),
     Setting(
         "auth.credentials.file",
-        _optional_path,
+        parse_optional_path,
         "The credentials file of bearer tokens (SHA-256 digests; `chunkraft credentials add`). "
         "Re-read within a second of a change. Default: none (no bearer tokens).",
     ),
     Setting(
         "auth.allow.anonymous",
-        _boolean,
+        parse_boolean,
         "`true`: a request without credentials is served as `User:ANONYMOUS` (ACLs still "
         "apply) instead of answered 401.",
     ),
     Setting(
         "auth.broker.principal",
-        _broker_principal,
+        parse_broker_principal,
         "The principal broker `{id}` must authenticate as to act as that broker (register, "
         "heartbeat, AlterPartition...).",
     ),
     Setting(
         "ssl.certfile",
-        _optional_path,
+        parse_optional_path,
         "PEM certificate (chain) of this controller's HTTPS listener; requires an https:// "
         "listener and ssl.keyfile.",
     ),
     Setting(
         "ssl.keyfile",
-        _optional_path,
+        parse_optional_path,
         "PEM private key of ssl.certfile.",
     ),
     Setting(
         "ssl.ca.file",
-        _optional_path,
+        parse_optional_path,
         "PEM CA bundle that client certificates are verified with, and that this controller "
         "verifies the other controllers' certificates with when it forwards a write.",
     ),
     Setting(
         "ssl.client.auth",
-        _client_auth,
+        parse_client_auth,
         "`none`, `requested` or `required`: whether the HTTPS listener asks clients for a "
         "certificate (verified with ssl.ca.file; a valid one authenticates as `User:<CN>`).",
     ),
     Setting(
         "metadata.max.retained.bytes",
-        _integer,
+        parse_integer,
         "Bytes of committed records kept in memory for the metadata stream; a subscriber "
         "further behind loads a snapshot.",
         minimum=1,
     ),
     Setting(
         "request.timeout.ms",
-        _integer,
+        parse_integer,
         "How long a request may wait for its records to commit, or for a forwarded call to "
         "the leader, before it fails.",
         minimum=1,
