@@ -40,20 +40,24 @@ from chunkraft.protocol.data_plane import (
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
+    FetchTopic,
     FetchTopicResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
+    ListOffsetsTopic,
     ListOffsetsTopicResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopic,
     OffsetForLeaderTopicResult,
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
+    ProduceTopicData,
     ProduceTopicResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
@@ -108,6 +112,18 @@ def _merge(topics: Sequence[T], allowed: set[str], name_of: Callable[[T], str],
     return merged
 
 
+async def _answer_per_topic(
+        topics: Sequence[T], allowed: set[str], name_of: Callable[[T], str],
+        answer: Callable[[tuple[T, ...]], Awaitable[tuple[Sequence[R], int]]],
+        answered_name: Callable[[R], str], refused: Callable[[T], R]) -> tuple[list[R], int]:
+    """``(answers, throttle_time_ms)`` for ``topics`` in request order when some were refused:
+    ``answer(kept)`` (the ReplicaManager, called only if a topic is allowed) for the allowed
+    ones, ``refused(topic)`` for the others."""
+    kept = tuple(topic for topic in topics if name_of(topic) in allowed)
+    answered, throttle = await answer(kept) if kept else ((), 0)
+    return _merge(topics, allowed, name_of, answered, answered_name, refused), throttle
+
+
 # ------------------------------------------------------------------------------- Produce
 
 
@@ -134,15 +150,15 @@ async def produce(request: Request) -> Response:
                              (topic.name for topic in parsed.topics))
     if len(allowed) == len({topic.name for topic in parsed.topics}):
         return json_answer(await runtime.replica_manager.produce(parsed))
-    kept = tuple(topic for topic in parsed.topics if topic.name in allowed)
-    answered: tuple[ProduceTopicResponse, ...] = ()
-    throttle = 0
-    if kept:
+
+    async def answer(kept: tuple[ProduceTopicData, ...]
+                     ) -> tuple[Sequence[ProduceTopicResponse], int]:
         response = await runtime.replica_manager.produce(parsed.model_copy(update={"topics": kept}))
-        answered, throttle = response.topics, response.throttle_time_ms
+        return response.topics, response.throttle_time_ms
+
     code = Errors.TOPIC_AUTHORIZATION_FAILED.code
-    merged = _merge(
-        parsed.topics, allowed, lambda t: t.name, answered, lambda r: r.name,
+    merged, throttle = await _answer_per_topic(
+        parsed.topics, allowed, lambda t: t.name, answer, lambda r: r.name,
         lambda t: ProduceTopicResponse(name=t.name, partitions=tuple(
             ProducePartitionResponse(
                 index=p.index, error_code=code,
@@ -172,15 +188,14 @@ async def fetch(request: Request) -> Response:
                              (topic.topic for topic in parsed.topics))
     if len(allowed) == len({topic.topic for topic in parsed.topics}):
         return fetch_answer(await runtime.replica_manager.fetch(parsed))
-    kept = tuple(topic for topic in parsed.topics if topic.topic in allowed)
-    answered: tuple[FetchTopicResponse, ...] = ()
-    throttle = 0
-    if kept:
+
+    async def answer(kept: tuple[FetchTopic, ...]) -> tuple[Sequence[FetchTopicResponse], int]:
         response = await runtime.replica_manager.fetch(parsed.model_copy(update={"topics": kept}))
-        answered, throttle = response.responses, response.throttle_time_ms
+        return response.responses, response.throttle_time_ms
+
     code = Errors.TOPIC_AUTHORIZATION_FAILED.code
-    merged = _merge(
-        parsed.topics, allowed, lambda t: t.topic, answered, lambda r: r.topic,
+    merged, throttle = await _answer_per_topic(
+        parsed.topics, allowed, lambda t: t.topic, answer, lambda r: r.topic,
         lambda t: FetchTopicResponse(topic=t.topic, partitions=tuple(
             FetchPartitionResponse(
                 partition=p.partition, error_code=code,
@@ -205,14 +220,16 @@ async def list_offsets(request: Request) -> Response:
                              AclOperation.DESCRIBE, (topic.name for topic in parsed.topics))
     if len(allowed) == len({topic.name for topic in parsed.topics}):
         return json_answer(runtime.replica_manager.list_offsets(parsed))
-    kept = tuple(topic for topic in parsed.topics if topic.name in allowed)
-    answered: tuple[ListOffsetsTopicResponse, ...] = ()
-    if kept:
-        answered = runtime.replica_manager.list_offsets(
-            parsed.model_copy(update={"topics": kept})).topics
+
+    async def answer(kept: tuple[ListOffsetsTopic, ...]
+                     ) -> tuple[Sequence[ListOffsetsTopicResponse], int]:
+        response = runtime.replica_manager.list_offsets(
+            parsed.model_copy(update={"topics": kept}))
+        return response.topics, response.throttle_time_ms
+
     code = Errors.TOPIC_AUTHORIZATION_FAILED.code
-    merged = _merge(
-        parsed.topics, allowed, lambda t: t.name, answered, lambda r: r.name,
+    merged, _ = await _answer_per_topic(
+        parsed.topics, allowed, lambda t: t.name, answer, lambda r: r.name,
         lambda t: ListOffsetsTopicResponse(name=t.name, partitions=tuple(
             ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=code,
@@ -241,14 +258,16 @@ async def offsets_for_leader_epoch(request: Request) -> Response:
                              (topic.topic for topic in parsed.topics))
     if len(allowed) == len({topic.topic for topic in parsed.topics}):
         return json_answer(runtime.replica_manager.offsets_for_leader_epoch(parsed))
-    kept = tuple(topic for topic in parsed.topics if topic.topic in allowed)
-    answered: tuple[OffsetForLeaderTopicResult, ...] = ()
-    if kept:
-        answered = runtime.replica_manager.offsets_for_leader_epoch(
-            parsed.model_copy(update={"topics": kept})).topics
+
+    async def answer(kept: tuple[OffsetForLeaderTopic, ...]
+                     ) -> tuple[Sequence[OffsetForLeaderTopicResult], int]:
+        response = runtime.replica_manager.offsets_for_leader_epoch(
+            parsed.model_copy(update={"topics": kept}))
+        return response.topics, response.throttle_time_ms
+
     code = Errors.TOPIC_AUTHORIZATION_FAILED.code
-    merged = _merge(
-        parsed.topics, allowed, lambda t: t.topic, answered, lambda r: r.topic,
+    merged, _ = await _answer_per_topic(
+        parsed.topics, allowed, lambda t: t.topic, answer, lambda r: r.topic,
         lambda t: OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(
             OffsetForLeaderPartitionResult(
                 partition=p.partition, error_code=code,
