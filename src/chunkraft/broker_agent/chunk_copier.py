@@ -32,7 +32,6 @@ __all__ = [
     "first_missing_offset",
     "pick_source_order",
     "run_copy",
-    "start_at_gap",
     "trim_batches",
 ]
 
@@ -67,11 +66,6 @@ def first_missing_offset(log_: UnifiedLog, first: int, last: int) -> int:
             return last + 1
     return min(position, last + 1)
 
-
-def start_at_gap(log_: UnifiedLog, offset: int) -> None:
-    """Makes the log's next offset ``offset`` (above its LEO), leaving a gap for offsets that
-    belong to chunks held elsewhere (:meth:`UnifiedLog.start_at`)."""
-    log_.start_at(offset)
 
 
 def trim_batches(data: bytes, first: int, last: int) -> bytes:

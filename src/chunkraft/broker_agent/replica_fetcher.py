@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chunkraft.broker_agent.chunk_copier import start_at_gap
 from chunkraft.broker_agent.peer_client import PeerClientLike, PeerUnavailable
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
@@ -145,7 +144,7 @@ def _apply_answer(job: FollowerJob, target: UnifiedLog, answer: FetchPartitionRe
         if fetch_offset < answer.log_start_offset:
             # Retention on the leader passed this replica's end: continue at the leader's log
             # start, keeping what this log holds below (other chunks may live there).
-            start_at_gap(target, answer.log_start_offset)
+            target.start_at(answer.log_start_offset)
         elif 0 <= answer.log_end_offset < fetch_offset:
             target.truncate_to(answer.log_end_offset)  # Kafka: the leader's end wins
         # Nothing changed: back off rather than ask the same again at once.

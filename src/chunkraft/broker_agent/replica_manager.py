@@ -30,7 +30,6 @@ from chunkraft.broker_agent.chunk_copier import (
     CopyJob,
     first_missing_offset,
     run_copy,
-    start_at_gap,
 )
 from chunkraft.broker_agent.chunk_lookup import (
     TO_THE_END,
@@ -268,7 +267,7 @@ class ReplicaManager:
         The offsets in between belong to chunks held elsewhere (a gap): an empty log simply
         starts there; a log holding older chunks gets an empty segment at the start.
         """
-        start_at_gap(partition.log, active_start(record))
+        partition.log.start_at(active_start(record))
 
     def _overlap_of(self, partition: Partition, record: PartitionRecord
                     ) -> tuple[int, int, tuple[int, ...]] | None:

@@ -12,7 +12,6 @@ from chunkraft.broker_agent.chunk_copier import (
     first_missing_offset,
     pick_source_order,
     run_copy,
-    start_at_gap,
     trim_batches,
 )
 from chunkraft.broker_agent.peer_client import PeerUnavailable
@@ -55,7 +54,7 @@ def test_first_missing_offset_walks_the_gaps(tmp_path: Path) -> None:
     _fill(log_, 10)
     assert first_missing_offset(log_, 0, 9) == 10
     assert first_missing_offset(log_, 0, 19) == 10
-    start_at_gap(log_, 20)
+    log_.start_at(20)
     log_.append_as_leader(build_batch([(b"k", b"x", 5)]), 1)
     assert log_.log_end_offset == 21
     assert first_missing_offset(log_, 12, 20) == 12
