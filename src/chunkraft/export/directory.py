@@ -1,0 +1,152 @@
+"""Writes an export directory atomically: it appears whole, with its manifest, or not at all.
+
+Tables are written as Parquet files (zstd) into a hidden sibling ``.<name>.tmp-<random>``, each
+file fsynced; the manifest goes last; the directory is fsynced, renamed to its final name and
+the parent fsynced. A crash leaves at most a hidden ``.tmp-`` directory, which
+:func:`remove_partial_exports` deletes and readers never look at. An existing target is never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chunkraft.export.manifest import MANIFEST_NAME, ExportError, Manifest, TableEntry
+from chunkraft.export.tables import TableSpec
+from chunkraft.records.files._fsync import fsync_directory
+
+__all__ = ["ExportDirectory", "TableWriter", "remove_partial_exports", "write_export"]
+
+COMPRESSION = "zstd"
+_TMP_MARK = ".tmp-"
+
+
+class TableWriter:
+    """Appends Arrow tables (one Parquet row group each) to one table's file."""
+
+    def __init__(self, spec: TableSpec, path: Path) -> None:
+        self.spec = spec
+        self.path = path
+        self.rows = 0
+        self._writer = pq.ParquetWriter(path, spec.schema, compression=COMPRESSION)
+
+    def write(self, table: pa.Table) -> None:
+        """Appends ``table`` (cast to the declared schema; a mismatch raises)."""
+        if table.num_rows == 0:
+            return
+        self._writer.write_table(table.cast(self.spec.schema))
+        self.rows += table.num_rows
+
+    def discard(self) -> None:
+        """Closes the file without syncing it (the export is being aborted)."""
+        self._writer.close()
+
+    def close(self) -> None:
+        self._writer.close()
+        with open(self.path, "rb+") as file:
+            os.fsync(file.fileno())
+
+
+class ExportDirectory:
+    """An export being written; :meth:`commit` renames it into place, leaving it aborts it.
+
+    Use as a context manager: an exception inside the block (or no commit) removes the
+    temporary directory, so the target never appears half written.
+    """
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        self.target = Path(target)
+        if self.target.exists():
+            raise ExportError(f"{self.target} already exists; an export never overwrites")
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.work = self.target.parent / f".{self.target.name}{_TMP_MARK}{secrets.token_hex(4)}"
+        self.work.mkdir()
+        self._writers: dict[str, TableWriter] = {}
+        self._done = False
+
+    def table(self, spec: TableSpec) -> TableWriter:
+        """The writer of table ``spec`` (created on first use, as ``<name>/part-00000.parquet``)."""
+        writer = self._writers.get(spec.name)
+        if writer is None:
+            (self.work / spec.name).mkdir()
+            writer = TableWriter(spec, self.work / spec.name / "part-00000.parquet")
+            self._writers[spec.name] = writer
+        return writer
+
+    def commit(self, manifest: Manifest, specs: tuple[TableSpec, ...]) -> Path:
+        """Closes every table (an empty file for a table never written), writes the manifest
+        with their row counts and renames the directory into place. Returns the target."""
+        entries: dict[str, TableEntry] = {}
+        for spec in specs:
+            writer = self.table(spec)
+            writer.close()
+            entries[spec.name] = TableEntry(
+                writer.rows, (str(writer.path.relative_to(self.work)),), spec.columns)
+        final = replace(manifest, tables=entries,
+                        exported_at_ms=manifest.exported_at_ms or int(time.time() * 1000))
+        manifest_path = self.work / MANIFEST_NAME
+        with open(manifest_path, "w", encoding="utf-8") as file:
+            json.dump(final.to_json(), file, indent=2)
+            file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        for spec in specs:
+            fsync_directory(self.work / spec.name)
+        fsync_directory(self.work)
+        if self.target.exists():
+            raise ExportError(f"{self.target} appeared while exporting; not overwritten")
+        os.rename(self.work, self.target)
+        fsync_directory(self.target.parent)
+        self._done = True
+        return self.target
+
+    def abort(self) -> None:
+        if not self._done:
+            self._done = True
+            for writer in self._writers.values():
+                with contextlib.suppress(Exception):  # the directory goes anyway
+                    writer.discard()
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def __enter__(self) -> ExportDirectory:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.abort()
+
+
+def write_export(target: str | os.PathLike[str], manifest: Manifest,
+                 tables: Mapping[str, pa.Table], specs: tuple[TableSpec, ...]) -> Path:
+    """Writes whole Arrow tables as an export at ``target`` (atomically); a table of ``specs``
+    missing from ``tables`` is written empty."""
+    with ExportDirectory(target) as export:
+        for spec in specs:
+            if spec.name in tables:
+                export.table(spec).write(tables[spec.name])
+        return export.commit(manifest, specs)
+
+
+def remove_partial_exports(parent: str | os.PathLike[str]) -> list[Path]:
+    """Deletes the hidden temporary directories a crashed export left under ``parent``."""
+    removed: list[Path] = []
+    directory = Path(parent)
+    if not directory.is_dir():
+        return removed
+    for entry in directory.iterdir():
+        if entry.name.startswith(".") and _TMP_MARK in entry.name and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
