@@ -154,23 +154,27 @@ RULES: tuple[Rule, ...] = (
          "every assigned replica is on its broker's disk",
          "A broker that exported its state holds data of every inactive chunk it is an ISR "
          "replica of (not being added), and has a log for every active chunk it is a replica of.",
-         "broker 2 is a replica of chunk 0 of orders-3 but holds none of it"),
+         "broker 2 is a replica of chunk 0 of orders-3 but holds none of it",
+         Needs.BROKER_STATES),
     Rule("drift.extra_replica", Severity.WARNING,
          "no broker holds a chunk it is not assigned",
          "A broker holds data of a chunk (or partition) whose replicas, including adding and "
          "removing ones, do not list it: space that retention will not reclaim.",
-         "broker 0 still holds offsets 0..99 of orders-3 after the chunk moved to broker 2"),
+         "broker 0 still holds offsets 0..99 of orders-3 after the chunk moved to broker 2",
+         Needs.BROKER_STATES),
     Rule("drift.beyond_end", Severity.ERROR,
          "no data beyond the end offset",
          "A broker that is not a replica of a partition's active chunk holds no offset past "
          "the EndOffset of the last inactive chunk it is assigned.",
-         "broker 1 holds orders-3 up to offset 250 but its last chunk ends at 199"),
+         "broker 1 holds orders-3 up to offset 250 but its last chunk ends at 199",
+         Needs.BROKER_STATES),
     Rule("drift.gap", Severity.ERROR,
          "no gap in a chunk's data",
          "An ISR replica of an inactive chunk holds every offset StartOffset..EndOffset that "
          "its log still retains: no missing segment range inside the chunk, and its data "
          "reaches EndOffset.",
-         "broker 2 holds chunk 0 of orders-3 only up to offset 80 of 99"),
+         "broker 2 holds chunk 0 of orders-3 only up to offset 80 of 99",
+         Needs.BROKER_STATES),
     # --- load ---------------------------------------------------------------------------------
     Rule("load.skew", Severity.WARNING,
          "replicas are spread evenly over brokers",
