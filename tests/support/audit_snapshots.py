@@ -1,0 +1,632 @@
+"""Audit test data: a small clean cluster as records, its brokers' disks, and one corruption
+per rule of :mod:`chunkraft.audit.catalog`, with the exact rows the rule must report.
+
+Both engines' tests (Spark and pyarrow) build their exports from here, so they check the same
+scenarios against the same expectations.
+
+The clean cluster: brokers 0..3 (racks ``r0``: 0, 1; ``r1``: 2, 3; unfenced), topics
+``orders`` (RF 3; created with 2 partitions and expanded to 4, so partitions 2 and 3 carry
+KIP-253 PriorPartitionEpochs), ``events`` (RF 2, 2 partitions) and ``audit-log`` (RF 3, one
+partition, no inactive chunk). Partitions have 0 to 4 inactive chunks; chunk 100 of orders-0
+was cut during a transaction (StopOffset 199, EndOffset 210, the next chunk covers 200..210);
+chunk 0 of orders-0 and chunk 2000 of events-0 were moved off the partition's current
+replicas; chunk 50 of orders-1 is being moved (adding 1, removing 0). One ProducerIdsRecord
+(next id 5000), one ACL. The first chunk of orders-1 has StartTimestamp -1 (unknown).
+
+A violation is identified by its :data:`Key`: ``(topic_id, partition_id, start_offset,
+broker_id)``, each None where the rule leaves the column null. The conventions (both engines):
+
+- chunk rows: the chunk's key, broker None; partition rows: start_offset = the partition's
+  StartOffset (its active chunk), broker None;
+- chunks.contiguous / overlap / timestamps: the later chunk of the pair (the active chunk,
+  as its partition row, for the active-vs-last-inactive timestamp check);
+- replicas.leader_in_isr: broker_id = the leader; replicas.registered: one row per (row,
+  unknown broker), broker_id = that broker; replicas.fenced_broker and load.skew: broker rows
+  (topic, partition and offset None);
+- topics.unique / topics.partition_ids: topic rows (topic_id only); producer_ids.grow: one
+  row of Nones; producer_ids.blocks_overlap: broker_id = the broker of the offending block;
+- drift.*: broker_id = the broker whose disk drifted; missing_replica / extra_replica / gap
+  name the chunk (start_offset = the chunk's, or the partition's for the active chunk);
+  beyond_end names (topic_id, partition_id, None, broker). Drift looks only at partitions of
+  known topics and chunks of known partitions (orphans are topics.orphans' alone).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chunkraft.audit.catalog import RULES
+from chunkraft.audit.inputs import AuditInputs, AuditSettings
+from chunkraft.export.directory import write_export
+from chunkraft.export.local_rows import (
+    LocalLogRow,
+    LocalReplicaRow,
+    LocalSegmentRow,
+    ProducerIdBlockRow,
+)
+from chunkraft.export.manifest import ExportKind, Manifest
+from chunkraft.export.tables import (
+    BROKER_STATE_TABLES,
+    CONTROLLER_TABLES,
+    TABLES_BY_NAME,
+    records_to_table,
+)
+from chunkraft.records import (
+    AccessControlEntryRecord,
+    ChunkRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from chunkraft.records.broker_records import BrokerEndpoint
+from chunkraft.records.topic_records import PriorPartitionEpoch
+
+__all__ = [
+    "AUDIT_LOG",
+    "CLUSTER_ID",
+    "CORRUPTIONS",
+    "EVENTS",
+    "MINUTE_MS",
+    "ORDERS",
+    "PREVIOUS_TIME_MS",
+    "TIME_MS",
+    "Key",
+    "Scenario",
+    "broker_chunk_replicas",
+    "clean_broker_states",
+    "clean_records",
+    "clean_scenario",
+    "sorted_keys",
+    "violation_key",
+    "write_broker_state_export",
+    "write_scenario",
+    "write_snapshot_export",
+]
+
+CLUSTER_ID = "audit-test-cluster"
+MINUTE_MS = 60_000
+TIME_MS = 1_700_000_000_000
+PREVIOUS_TIME_MS = TIME_MS - 5 * MINUTE_MS  # under every default threshold
+ORDERS = uuid.UUID("0b6f4d6e-0000-4000-8000-000000000001")
+EVENTS = uuid.UUID("0b6f4d6e-0000-4000-8000-000000000002")
+AUDIT_LOG = uuid.UUID("0b6f4d6e-0000-4000-8000-000000000003")
+NAMES = {ORDERS: "orders", EVENTS: "events", AUDIT_LOG: "audit-log"}
+BROKERS = (0, 1, 2, 3)
+RACKS = {0: "r0", 1: "r0", 2: "r1", 3: "r1"}
+ACTIVE_DATA = 20  # offsets each replica of an active chunk holds in the generated states
+
+Key = tuple[str | None, int | None, int | None, int | None]
+"""A violation row's identity: (topic_id, partition_id, start_offset, broker_id)."""
+
+Record = Any
+StateRows = dict[str, list[Any]]
+
+
+def violation_key(row: Mapping[str, Any]) -> Key:
+    """The :data:`Key` of a violation row (a dict with VIOLATION_COLUMNS keys)."""
+    return (row.get("topic_id"), row.get("partition_id"), row.get("start_offset"),
+            row.get("broker_id"))
+
+
+def sorted_keys(keys: Iterable[Key]) -> list[Key]:
+    """Keys in a total order (None first), for comparing multisets of rows."""
+    return sorted(keys, key=lambda k: tuple((v is not None, v if v is not None else 0)
+                                            if not isinstance(v, str) else (True, v)
+                                            for v in k))
+
+
+def _dir(broker: int) -> uuid.UUID:
+    return uuid.UUID(f"d1000000-0000-4000-8000-{broker:012d}")
+
+
+def _chunk(topic: uuid.UUID, partition: int, start: int, stop: int, end: int, ts: int,
+           replicas: Sequence[int], *, isr: Sequence[int] | None = None,
+           adding: Sequence[int] = (), removing: Sequence[int] = ()) -> ChunkRecord:
+    return ChunkRecord(
+        partition_id=partition, topic_id=topic, start_offset=start, start_timestamp=ts,
+        stop_offset=stop, end_offset=end, chunk_epoch=1, replicas=tuple(replicas),
+        directories=tuple(_dir(b) for b in replicas),
+        isr=tuple(replicas if isr is None else isr), removing_replicas=tuple(removing),
+        adding_replicas=tuple(adding), epoch=1)
+
+
+def _partition(topic: uuid.UUID, partition: int, replicas: Sequence[int], start: int, ts: int,
+               *, priors: Sequence[tuple[int, int]] = ()) -> PartitionRecord:
+    return PartitionRecord(
+        partition_id=partition, topic_id=topic, replicas=tuple(replicas), isr=tuple(replicas),
+        leader=replicas[0], leader_epoch=3, partition_epoch=7,
+        directories=tuple(_dir(b) for b in replicas), start_offset=start, start_timestamp=ts,
+        prior_partition_epochs=tuple(PriorPartitionEpoch(p, e) for p, e in priors))
+
+
+def clean_records() -> list[Record]:
+    """The clean cluster (see the module docstring) as controller records."""
+    brokers = [RegisterBrokerRecord(
+        broker_id=b, incarnation_id=uuid.UUID(int=1000 + b), broker_epoch=100 + b,
+        end_points=(BrokerEndpoint("PLAINTEXT", f"broker{b}", 9092 + b, 0),),
+        rack=RACKS[b], fenced=False, log_dirs=(_dir(b),)) for b in BROKERS]
+    topics = [TopicRecord(name=NAMES[t], topic_id=t) for t in (ORDERS, EVENTS, AUDIT_LOG)]
+    partitions = [
+        _partition(ORDERS, 0, [1, 2, 3], 400, 5_000),
+        _partition(ORDERS, 1, [2, 3, 0], 150, 2_500),
+        _partition(ORDERS, 2, [3, 0, 1], 10, 1_200, priors=[(0, 5), (1, 3)]),
+        _partition(ORDERS, 3, [0, 1, 2], 0, -1, priors=[(0, 5), (1, 3)]),
+        _partition(EVENTS, 0, [0, 2], 3_000, 9_000),
+        _partition(EVENTS, 1, [1, 3], 100, 1_100),
+        _partition(AUDIT_LOG, 0, [3, 1, 0], 0, -1),
+    ]
+    chunks = [
+        _chunk(ORDERS, 0, 0, 99, 99, 1_000, [0, 1, 2]),          # moved off broker 0
+        _chunk(ORDERS, 0, 100, 199, 210, 2_000, [1, 2, 3]),      # cut in a transaction
+        _chunk(ORDERS, 0, 200, 299, 299, 3_000, [1, 2, 3]),
+        _chunk(ORDERS, 0, 300, 399, 399, 4_000, [1, 2, 3]),
+        _chunk(ORDERS, 1, 0, 49, 49, -1, [2, 3, 0]),
+        _chunk(ORDERS, 1, 50, 149, 149, 1_500, [2, 3, 0, 1], isr=[2, 3, 0],
+               adding=[1], removing=[0]),                       # a move under way
+        _chunk(ORDERS, 2, 0, 9, 9, 1_100, [3, 0, 1]),
+        _chunk(EVENTS, 0, 0, 999, 999, 6_000, [0, 2]),
+        _chunk(EVENTS, 0, 1_000, 1_999, 1_999, 7_000, [0, 2]),
+        _chunk(EVENTS, 0, 2_000, 2_999, 2_999, 8_000, [1, 3]),   # moved to brokers 1 and 3
+        _chunk(EVENTS, 1, 0, 99, 99, 1_000, [1, 3]),
+    ]
+    others = [
+        ProducerIdsRecord(broker_id=1, broker_epoch=101, next_producer_id=5_000),
+        AccessControlEntryRecord(id=uuid.UUID(int=77), resource_type=2, resource_name="orders",
+                                 pattern_type=3, principal="User:alice", host="*",
+                                 operation=3, permission_type=3),
+    ]
+    return [*brokers, *topics, *partitions, *chunks, *others]
+
+
+def _of(records: Iterable[Record], cls: type) -> list[Any]:
+    return [r for r in records if type(r) is cls]
+
+
+def clean_broker_states(records: Sequence[Record]) -> dict[int, StateRows]:
+    """Every registered broker's disk as the records assign it, rows by table name.
+
+    A broker holds every inactive chunk it is a replica of and not being added to, in full,
+    and ``ACTIVE_DATA`` offsets of the active chunk of every partition it is a replica of
+    (not being added); one log per (topic, partition), whose segments are the held ranges
+    without overlap. Producer id blocks: broker ``b`` hands out ``[1000 b, 1000 (b + 1))``.
+    Partitions of unknown topics and chunks of unknown partitions are skipped.
+    """
+    names = {t.topic_id: t.name for t in _of(records, TopicRecord)}
+    partitions = {(p.topic_id, p.partition_id): p for p in _of(records, PartitionRecord)
+                  if p.topic_id in names}
+    chunks: dict[tuple[uuid.UUID, int], list[ChunkRecord]] = {}
+    for c in _of(records, ChunkRecord):
+        if (c.topic_id, c.partition_id) in partitions:
+            chunks.setdefault((c.topic_id, c.partition_id), []).append(c)
+    states: dict[int, StateRows] = {}
+    for reg in _of(records, RegisterBrokerRecord):
+        b = reg.broker_id
+        rows: StateRows = {t.name: [] for t in BROKER_STATE_TABLES}
+        for (topic, pid), p in sorted(partitions.items(), key=lambda kv: (str(kv[0][0]),
+                                                                          kv[0][1])):
+            name = names[topic]
+            held: list[tuple[int, int]] = []
+            for c in sorted(chunks.get((topic, pid), []), key=lambda c: c.start_offset):
+                if b not in c.replicas:
+                    continue
+                holds = b not in c.adding_replicas
+                if holds:
+                    held.append((c.start_offset, c.end_offset))
+                rows["local_replicas"].append(LocalReplicaRow(
+                    broker_id=b, topic=name, topic_id=str(topic), partition_id=pid,
+                    chunk_start_offset=c.start_offset, active=False, stop_offset=c.stop_offset,
+                    end_offset=c.end_offset, assigned=True,
+                    first_offset_held=c.start_offset if holds else -1,
+                    last_offset_held=c.end_offset if holds else -1,
+                    bytes_held=(c.end_offset - c.start_offset + 1) * 100 if holds else 0))
+            active = b in p.replicas and b not in p.adding_replicas
+            if active:
+                held.append((p.start_offset, p.start_offset + ACTIVE_DATA - 1))
+                rows["local_replicas"].append(LocalReplicaRow(
+                    broker_id=b, topic=name, topic_id=str(topic), partition_id=pid,
+                    chunk_start_offset=p.start_offset, active=True, assigned=True,
+                    first_offset_held=p.start_offset,
+                    last_offset_held=p.start_offset + ACTIVE_DATA - 1,
+                    bytes_held=ACTIVE_DATA * 100))
+            if not held:
+                continue
+            directory = f"{name}-{pid}"
+            cursor = -1
+            segments: list[LocalSegmentRow] = []
+            for start, end in held:
+                base = max(start, cursor)
+                if base <= end:
+                    segments.append(LocalSegmentRow(
+                        broker_id=b, topic=name, partition_id=pid, directory=directory,
+                        base_offset=base, next_offset=end + 1,
+                        size_bytes=(end + 1 - base) * 100, max_timestamp=-1))
+                    cursor = end + 1
+            rows["local_segments"].extend(segments)
+            end_offset = max(end for _, end in held) + 1
+            rows["local_logs"].append(LocalLogRow(
+                broker_id=b, topic=name, topic_id=str(topic), partition_id=pid,
+                directory=directory, log_start_offset=segments[0].base_offset,
+                log_end_offset=end_offset, high_watermark=end_offset,
+                last_stable_offset=end_offset,
+                size_bytes=sum(s.size_bytes for s in segments)))
+        rows["producer_id_blocks"].append(ProducerIdBlockRow(
+            broker_id=b, broker_epoch=reg.broker_epoch, block_start=1_000 * b,
+            block_end=1_000 * (b + 1)))
+        states[b] = rows
+    return states
+
+
+def broker_chunk_replicas(records: Sequence[Record]) -> dict[int, int]:
+    """load.skew's measure: per registered broker, inactive chunk replicas + partition
+    replicas (entries of the replicas lists)."""
+    counts = Counter({r.broker_id: 0 for r in _of(records, RegisterBrokerRecord)})
+    for row in [*_of(records, ChunkRecord), *_of(records, PartitionRecord)]:
+        for b in row.replicas:
+            if b in counts:
+                counts[b] += 1
+    return dict(counts)
+
+
+# --- writing exports ----------------------------------------------------------------------
+
+_SPEC_OF_ROW = {spec.row: spec for spec in CONTROLLER_TABLES + BROKER_STATE_TABLES}
+
+
+def write_snapshot_export(path: Path, records: Iterable[Record], *, offset: int, epoch: int = 1,
+                          time_ms: int, cluster_id: str = CLUSTER_ID) -> Path:
+    """Writes ``records`` as a controller-snapshot export at ``path`` (which must not exist)."""
+    grouped: dict[str, list[Any]] = {}
+    for record in records:
+        grouped.setdefault(_SPEC_OF_ROW[type(record)].name, []).append(record)
+    tables = {name: records_to_table(TABLES_BY_NAME[name], rows)
+              for name, rows in grouped.items()}
+    manifest = Manifest(ExportKind.CONTROLLER_SNAPSHOT, cluster_id, offset, epoch, time_ms, 0,
+                        "tests.support.audit_snapshots")
+    return write_export(path, manifest, tables, CONTROLLER_TABLES)
+
+
+def write_broker_state_export(path: Path, broker_id: int, rows_by_table: Mapping[str, list[Any]],
+                              *, offset: int, time_ms: int,
+                              cluster_id: str = CLUSTER_ID) -> Path:
+    """Writes one broker's rows (by table name) as a broker-state export at ``path``."""
+    tables = {name: records_to_table(TABLES_BY_NAME[name], rows)
+              for name, rows in rows_by_table.items() if rows}
+    manifest = Manifest(ExportKind.BROKER_STATE, cluster_id, offset, 1, time_ms, 0,
+                        "tests.support.audit_snapshots", broker_id=broker_id)
+    return write_export(path, manifest, tables, BROKER_STATE_TABLES)
+
+
+# --- scenarios ------------------------------------------------------------------------------
+
+@dataclass
+class Scenario:
+    """A snapshot (optionally a previous one and brokers' states) and what an audit must find.
+
+    ``expected`` holds the exact offending rows of ``rule_id`` as :data:`Key` values (a
+    multiset); every other rule must report nothing. ``broker_states`` maps a broker id to its
+    rows by table name (None: no state exports). ``settings`` are the audit's settings.
+    """
+
+    rule_id: str
+    records: list[Record]
+    expected: list[Key]
+    time_ms: int = TIME_MS
+    previous: list[Record] | None = None
+    previous_time_ms: int = PREVIOUS_TIME_MS
+    broker_states: dict[int, StateRows] | None = None
+    settings: AuditSettings = field(default_factory=AuditSettings)
+
+
+def write_scenario(scenario: Scenario, directory: Path) -> AuditInputs:
+    """Writes the scenario's exports under ``directory`` (``snapshot``, ``previous``,
+    ``broker-<id>``) and returns them loaded as audit inputs."""
+    snapshot = write_snapshot_export(directory / "snapshot", scenario.records, offset=1_000,
+                                     time_ms=scenario.time_ms)
+    previous = None
+    if scenario.previous is not None:
+        previous = write_snapshot_export(directory / "previous", scenario.previous, offset=900,
+                                         time_ms=scenario.previous_time_ms)
+    states = tuple(
+        write_broker_state_export(directory / f"broker-{b}", b, rows, offset=1_000,
+                                  time_ms=scenario.time_ms)
+        for b, rows in sorted((scenario.broker_states or {}).items()))
+    return AuditInputs.load(snapshot, previous, states)
+
+
+def clean_scenario() -> Scenario:
+    """The clean cluster with every input (a previous snapshot 5 min earlier, every broker's
+    state): no rule fires."""
+    records = clean_records()
+    return Scenario("", records, [], previous=clean_records(),
+                    broker_states=clean_broker_states(records))
+
+
+def _replace(records: list[Record], match: Callable[[Any], bool], **changes: Any) -> list[Record]:
+    hits = [r for r in records if match(r)]
+    assert len(hits) == 1, f"expected one record to change, found {len(hits)}"
+    return [r._replace(**changes) if match(r) else r for r in records]
+
+
+def _is_chunk(topic: uuid.UUID, partition: int, start: int) -> Callable[[Any], bool]:
+    return lambda r: (type(r) is ChunkRecord and r.topic_id == topic
+                      and r.partition_id == partition and r.start_offset == start)
+
+
+def _is_partition(topic: uuid.UUID, partition: int) -> Callable[[Any], bool]:
+    return lambda r: (type(r) is PartitionRecord and r.topic_id == topic
+                      and r.partition_id == partition)
+
+
+def _corrupt(rule_id: str, records: list[Record], expected: list[Key], *,
+             states_from: list[Record] | None = None, **fields: Any) -> Scenario:
+    """A scenario with all inputs whose states follow ``states_from`` (default: ``records``)."""
+    states = clean_broker_states(records if states_from is None else states_from)
+    fields.setdefault("previous", clean_records())
+    return Scenario(rule_id, records, expected, broker_states=states, **fields)
+
+
+def _o(partition: int, start: int | None, broker: int | None = None) -> Key:
+    return (str(ORDERS), partition, start, broker)
+
+
+def _e(partition: int, start: int | None, broker: int | None = None) -> Key:
+    return (str(EVENTS), partition, start, broker)
+
+
+def _offsets_ordered() -> Scenario:
+    # EndOffset below StopOffset on a chunk all of whose replicas are the partition's.
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 200), end_offset=290)
+    return _corrupt("chunks.offsets_ordered", records, [_o(0, 200)],
+                    states_from=clean_records())
+
+
+def _contiguous() -> Scenario:
+    # Chunk 0 of events-0 stops at 995 (EndOffset unchanged): 996..999 readable from no chunk.
+    records = _replace(clean_records(), _is_chunk(EVENTS, 0, 0), stop_offset=995)
+    return _corrupt("chunks.contiguous", records, [_e(0, 1_000)])
+
+
+def _overlap() -> Scenario:
+    # The transaction-cut chunk now ends past the next chunk's end.
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 100), end_offset=305)
+    return _corrupt("chunks.overlap", records, [_o(0, 200)])
+
+
+def _active_start() -> Scenario:
+    records = _replace(clean_records(), _is_partition(ORDERS, 0), start_offset=410)
+    return _corrupt("chunks.active_start", records, [_o(0, 410)])
+
+
+def _timestamps() -> Scenario:
+    # Chunk 1000 of events-0 starts earlier than chunk 0; and the active chunk of events-1
+    # starts earlier than its last inactive chunk.
+    records = _replace(clean_records(), _is_chunk(EVENTS, 0, 1_000), start_timestamp=5_000)
+    records = _replace(records, _is_partition(EVENTS, 1), start_timestamp=900)
+    return _corrupt("chunks.timestamps", records, [_e(0, 1_000), _e(1, 100)])
+
+
+def _distinct() -> Scenario:
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 300), replicas=(1, 1, 3),
+                       isr=(1, 3), directories=(_dir(1), _dir(1), _dir(3)))
+    return _corrupt("replicas.distinct", records, [_o(0, 300)])
+
+
+def _count() -> Scenario:
+    # A chunk of orders (RF 3) with 2 replicas, and a partition of events (RF 2) with 3.
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 300), replicas=(1, 2), isr=(1, 2),
+                       directories=(_dir(1), _dir(2)))
+    records = _replace(records, _is_partition(EVENTS, 0), replicas=(0, 2, 3), isr=(0, 2, 3),
+                       directories=(_dir(0), _dir(2), _dir(3)))
+    # events now has one partition of RF 3 and one of RF 2: the tie goes to 3, so events-1
+    # fires, and so do events-0's chunks (RF 2 against their partition's 3).
+    return _corrupt("replicas.count", records,
+                    [_o(0, 300), _e(1, 100), _e(0, 0), _e(0, 1_000), _e(0, 2_000)])
+
+
+def _isr_subset() -> Scenario:
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 200), isr=())
+    return _corrupt("replicas.isr_subset", records, [_o(0, 200)])
+
+
+def _leader_in_isr() -> Scenario:
+    records = _replace(clean_records(), _is_partition(ORDERS, 2), isr=(0, 1))
+    return _corrupt("replicas.leader_in_isr", records, [_o(2, 10, 3)])
+
+
+def _no_leader() -> Scenario:
+    records = _replace(clean_records(), _is_partition(EVENTS, 1), leader=-1)
+    return _corrupt("replicas.no_leader", records, [_e(1, 100)])
+
+
+def _registered() -> Scenario:
+    # Broker 7 never registered: a replica of a chunk, and the leader (and ISR) of a partition.
+    records = _replace(clean_records(), _is_chunk(ORDERS, 0, 300), replicas=(1, 2, 7),
+                       isr=(1, 2), directories=(_dir(1), _dir(2), _dir(7)))
+    records = _replace(records, _is_partition(AUDIT_LOG, 0), replicas=(7, 1, 0),
+                       isr=(7, 1, 0), leader=7, directories=(_dir(7), _dir(1), _dir(0)))
+    return _corrupt("replicas.registered", records,
+                    [_o(0, 300, 7), (str(AUDIT_LOG), 0, 0, 7)])
+
+
+def _fenced(records: list[Record], broker: int) -> list[Record]:
+    return _replace(records, lambda r: type(r) is RegisterBrokerRecord
+                    and r.broker_id == broker, fenced=True)
+
+
+def _fenced_broker() -> Scenario:
+    # Broker 3 fenced 15 min apart with the same epoch (fires); broker 2 fenced now only.
+    records = _fenced(_fenced(clean_records(), 3), 2)
+    return _corrupt("replicas.fenced_broker", records, [(None, None, None, 3)],
+                    previous=_fenced(clean_records(), 3),
+                    previous_time_ms=TIME_MS - 15 * MINUTE_MS)
+
+
+def _stuck_move() -> Scenario:
+    # The move of chunk 50 of orders-1 is in both snapshots, 45 min apart (threshold 30 min).
+    return _corrupt("replicas.stuck_move", clean_records(), [_o(1, 50)],
+                    previous_time_ms=TIME_MS - 45 * MINUTE_MS)
+
+
+def _unique() -> Scenario:
+    # A second topic row with orders' id.
+    records = [*clean_records(), TopicRecord(name="orders-old", topic_id=ORDERS)]
+    return _corrupt("topics.unique", records, [(str(ORDERS), None, None, None)] * 2,
+                    states_from=clean_records())
+
+
+def _partition_ids() -> Scenario:
+    # audit-log's only partition is numbered 1.
+    records = _replace(clean_records(), _is_partition(AUDIT_LOG, 0), partition_id=1)
+    return _corrupt("topics.partition_ids", records, [(str(AUDIT_LOG), None, None, None)])
+
+
+def _prior_partition_epochs() -> Scenario:
+    # orders-3 lists prior partition 0 twice; orders-2 gives partition 1 a leader epoch -1.
+    twice = (PriorPartitionEpoch(0, 5), PriorPartitionEpoch(0, 5))
+    negative = (PriorPartitionEpoch(0, 5), PriorPartitionEpoch(1, -1))
+    records = _replace(clean_records(), _is_partition(ORDERS, 3), prior_partition_epochs=twice)
+    records = _replace(records, _is_partition(ORDERS, 2), prior_partition_epochs=negative)
+    return _corrupt("topics.prior_partition_epochs", records, [_o(3, 0), _o(2, 10)])
+
+
+def _orphans() -> Scenario:
+    gone = uuid.UUID("0b6f4d6e-0000-4000-8000-0000000000ff")
+    records = [*clean_records(), _partition(gone, 0, [0, 1, 2], 50, 100),
+               _chunk(EVENTS, 5, 0, 9, 9, 100, [0, 2])]
+    return _corrupt("topics.orphans", records, [(str(gone), 0, 50, None), _e(5, 0)])
+
+
+def _blocks_overlap() -> Scenario:
+    scenario = _corrupt("producer_ids.blocks_overlap", clean_records(),
+                        [(None, None, None, 2), (None, None, None, 3)])
+    assert scenario.broker_states is not None
+    # Broker 2's block starts inside broker 1's; broker 3's reaches past the next id 5000.
+    scenario.broker_states[2]["producer_id_blocks"] = [
+        ProducerIdBlockRow(broker_id=2, broker_epoch=102, block_start=1_500, block_end=2_500)]
+    scenario.broker_states[3]["producer_id_blocks"] = [
+        ProducerIdBlockRow(broker_id=3, broker_epoch=103, block_start=4_500, block_end=5_500)]
+    return scenario
+
+
+def _grow() -> Scenario:
+    previous = _replace(clean_records(), lambda r: type(r) is ProducerIdsRecord,
+                        next_producer_id=9_000)
+    return _corrupt("producer_ids.grow", clean_records(), [(None, None, None, None)],
+                    previous=previous)
+
+
+def _state_replace(rows: list[Any], match: Callable[[Any], bool], **changes: Any) -> list[Any]:
+    hits = [r for r in rows if match(r)]
+    assert len(hits) == 1, f"expected one row to change, found {len(hits)}"
+    return [r._replace(**changes) if match(r) else r for r in rows]
+
+
+def _missing_replica() -> Scenario:
+    # Broker 2 holds nothing of chunk 100 of orders-0; broker 0 lost its log of events-0
+    # (segments gone too), so its active chunk and its two chunks there are missing.
+    scenario = _corrupt("drift.missing_replica", clean_records(),
+                        [_o(0, 100, 2), _e(0, 3_000, 0), _e(0, 0, 0), _e(0, 1_000, 0)])
+    assert scenario.broker_states is not None
+    b2 = scenario.broker_states[2]
+    b2["local_replicas"] = _state_replace(
+        b2["local_replicas"], lambda r: r.topic == "orders" and r.partition_id == 0
+        and r.chunk_start_offset == 100, first_offset_held=-1, last_offset_held=-1, bytes_held=0)
+    b0 = scenario.broker_states[0]
+    for table in ("local_replicas", "local_segments", "local_logs"):
+        b0[table] = [r for r in b0[table] if not (r.topic == "events" and r.partition_id == 0)]
+    return scenario
+
+
+def _extra_replica() -> Scenario:
+    # Broker 3 (a replica of orders-0's active chunk) still holds chunk 0 of orders-0.
+    scenario = _corrupt("drift.extra_replica", clean_records(), [_o(0, 0, 3)])
+    assert scenario.broker_states is not None
+    scenario.broker_states[3]["local_replicas"].append(LocalReplicaRow(
+        broker_id=3, topic="orders", topic_id=str(ORDERS), partition_id=0,
+        chunk_start_offset=0, active=False, stop_offset=99, end_offset=99, assigned=False,
+        first_offset_held=0, last_offset_held=99, bytes_held=10_000))
+    return scenario
+
+
+def _beyond_end() -> Scenario:
+    # Broker 0 (no longer a replica of orders-0, assigned its chunk 0 up to 99) holds up to 149.
+    scenario = _corrupt("drift.beyond_end", clean_records(), [_o(0, None, 0)])
+    assert scenario.broker_states is not None
+    b0 = scenario.broker_states[0]
+    b0["local_logs"] = _state_replace(
+        b0["local_logs"], lambda r: r.topic == "orders" and r.partition_id == 0,
+        log_end_offset=150, high_watermark=150, last_stable_offset=150)
+    return scenario
+
+
+def _gap() -> Scenario:
+    # Broker 2 holds chunk 200 of orders-0 only up to 289; broker 3's segments of orders-0
+    # miss 250..259, inside chunk 200.
+    scenario = _corrupt("drift.gap", clean_records(), [_o(0, 200, 2), _o(0, 200, 3)])
+    assert scenario.broker_states is not None
+    b2 = scenario.broker_states[2]
+    b2["local_replicas"] = _state_replace(
+        b2["local_replicas"], lambda r: r.topic == "orders" and r.partition_id == 0
+        and r.chunk_start_offset == 200, last_offset_held=289)
+    b3 = scenario.broker_states[3]
+    segments: list[LocalSegmentRow] = []
+    for s in b3["local_segments"]:
+        if s.topic == "orders" and s.partition_id == 0 and s.base_offset <= 250 < s.next_offset:
+            segments.append(s._replace(next_offset=250, size_bytes=(250 - s.base_offset) * 100))
+            segments.append(s._replace(base_offset=260,
+                                       size_bytes=(s.next_offset - 260) * 100))
+        else:
+            segments.append(s)
+    b3["local_segments"] = segments
+    return scenario
+
+
+def _skew() -> Scenario:
+    records = clean_records()
+    counts = broker_chunk_replicas(records)
+    mean = sum(counts.values()) / len(counts)
+    top = max(counts.values())
+    second = max((c for c in counts.values() if c != top), default=0)
+    max_skew = (top + max(second, mean)) / 2 / mean  # between the top broker and the others
+    settings = AuditSettings(min_mean_for_skew=1.0, max_skew=max_skew)
+    expected: list[Key] = [(None, None, None, b) for b, c in counts.items()
+                           if c > max_skew * mean]
+    assert expected, "the clean cluster needs a busiest broker"
+    return _corrupt("load.skew", records, expected, settings=settings)
+
+
+CORRUPTIONS: dict[str, Callable[[], Scenario]] = {
+    "chunks.offsets_ordered": _offsets_ordered,
+    "chunks.contiguous": _contiguous,
+    "chunks.overlap": _overlap,
+    "chunks.active_start": _active_start,
+    "chunks.timestamps": _timestamps,
+    "replicas.distinct": _distinct,
+    "replicas.count": _count,
+    "replicas.isr_subset": _isr_subset,
+    "replicas.leader_in_isr": _leader_in_isr,
+    "replicas.no_leader": _no_leader,
+    "replicas.registered": _registered,
+    "replicas.fenced_broker": _fenced_broker,
+    "replicas.stuck_move": _stuck_move,
+    "topics.unique": _unique,
+    "topics.partition_ids": _partition_ids,
+    "topics.prior_partition_epochs": _prior_partition_epochs,
+    "topics.orphans": _orphans,
+    "producer_ids.blocks_overlap": _blocks_overlap,
+    "producer_ids.grow": _grow,
+    "drift.missing_replica": _missing_replica,
+    "drift.extra_replica": _extra_replica,
+    "drift.beyond_end": _beyond_end,
+    "drift.gap": _gap,
+    "load.skew": _skew,
+}
+"""One scenario per catalog rule id: the clean cluster broken in exactly that rule's way."""
+
+assert set(CORRUPTIONS) == {rule.id for rule in RULES}, "a rule without a corruption"
