@@ -74,26 +74,41 @@ class ExportDirectory:
         self.work = self.target.parent / f".{self.target.name}{_TMP_MARK}{secrets.token_hex(4)}"
         self.work.mkdir()
         self._writers: dict[str, TableWriter] = {}
+        self._parts: dict[str, list[tuple[Path, int]]] = {}
         self._done = False
 
     def table(self, spec: TableSpec) -> TableWriter:
-        """The writer of table ``spec`` (created on first use, as ``<name>/part-00000.parquet``)."""
+        """The writer of table ``spec`` (created on first use, as ``<name>/part-00000.parquet``;
+        use :meth:`add_part` for further parts)."""
         writer = self._writers.get(spec.name)
         if writer is None:
-            (self.work / spec.name).mkdir()
+            (self.work / spec.name).mkdir(exist_ok=True)
             writer = TableWriter(spec, self.work / spec.name / "part-00000.parquet")
             self._writers[spec.name] = writer
         return writer
 
+    def add_part(self, table: str, path: Path, rows: int) -> None:
+        """Adds a Parquet file written (and fsynced) by someone else, say a worker process,
+        under :attr:`work` as a further part of ``table``, holding ``rows`` rows."""
+        if not path.is_relative_to(self.work) or not path.is_file():
+            raise ExportError(f"{path}: not a file inside the export being written")
+        self._parts.setdefault(table, []).append((path, rows))
+
     def commit(self, manifest: Manifest, specs: tuple[TableSpec, ...]) -> Path:
         """Closes every table (an empty file for a table never written), writes the manifest
-        with their row counts and renames the directory into place. Returns the target."""
+        with their row counts and files and renames the directory into place. Returns the
+        target."""
         entries: dict[str, TableEntry] = {}
         for spec in specs:
-            writer = self.table(spec)
-            writer.close()
+            parts = list(self._parts.get(spec.name, ()))
+            if spec.name in self._writers or not parts:
+                writer = self.table(spec)
+                writer.close()
+                parts.append((writer.path, writer.rows))
+            parts.sort()
             entries[spec.name] = TableEntry(
-                writer.rows, (str(writer.path.relative_to(self.work)),), spec.columns)
+                sum(rows for _, rows in parts),
+                tuple(str(path.relative_to(self.work)) for path, _ in parts), spec.columns)
         final = replace(manifest, tables=entries,
                         exported_at_ms=manifest.exported_at_ms or int(time.time() * 1000))
         manifest_path = self.work / MANIFEST_NAME
