@@ -1,0 +1,162 @@
+"""Reads export directories into Arrow tables with the integer keys the rules join on.
+
+Topic ids are strings; the engine maps every topic id it meets (in the audited snapshot and the
+previous one) to a small integer code, so a partition is one int64 key (code * 2^32 +
+partition id) and joins are hash lookups on integers. Chunks are sorted once by (partition,
+start offset): the window checks then compare neighbouring rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from chunkraft.audit.arrow.columns import Slots, array, partition_key
+from chunkraft.audit.inputs import AuditInputs, ExportInput
+from chunkraft.export.tables import TABLES_BY_NAME
+
+__all__ = ["BrokerStates", "Snapshot", "Topics", "read_inputs", "read_table"]
+
+_CHUNK_COLUMNS = ("topic_id", "partition_id", "start_offset", "start_timestamp", "stop_offset",
+                  "end_offset", "replicas", "isr", "removing_replicas", "adding_replicas")
+_PARTITION_COLUMNS = ("topic_id", "partition_id", "replicas", "isr", "removing_replicas",
+                      "adding_replicas", "leader", "start_offset", "start_timestamp",
+                      "prior_partition_epochs")
+
+
+def read_table(export: ExportInput, name: str,
+               columns: tuple[str, ...] | None = None) -> pa.Table:
+    """Table ``name`` of an export (its files as the manifest lists them), empty if absent."""
+    schema = TABLES_BY_NAME[name].schema
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    entry = export.manifest.tables.get(name)
+    if entry is None or not entry.files:
+        return schema.empty_table()
+    parts = [pq.read_table(export.path / f, columns=list(schema.names)) for f in entry.files]
+    return pa.concat_tables(parts).cast(schema) if len(parts) > 1 else parts[0].cast(schema)
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Topic id <-> code: ``ids[code]`` is the id, ``names[code]`` its name (the smallest name
+    among topics rows with that id) or null when no topics row has it."""
+
+    ids: pa.Array
+    names: pa.Array
+
+    def code_of(self, topic_ids: pa.Array) -> pa.Array:
+        return pc.cast(pc.index_in(topic_ids, value_set=self.ids), pa.int64())
+
+
+@dataclass
+class Snapshot:
+    """One controller snapshot's tables, keyed by topic code (see the module docstring).
+
+    ``chunks`` is sorted by (``pkey``, ``start_offset``); ``chunk_partition`` is, per chunk, the
+    row of its partition in ``partitions`` (null if none).
+    """
+
+    export: ExportInput
+    brokers: pa.Table
+    topics: pa.Table          # + tcode
+    partitions: pa.Table      # + tcode, pkey
+    chunks: pa.Table          # + tcode, pkey, sorted
+    producer_ids: pa.Table
+    chunk_partition: pa.Array
+    p_replicas: Slots
+    p_isr: Slots
+    p_adding: Slots
+    p_removing: Slots
+    c_replicas: Slots
+    c_isr: Slots
+    c_adding: Slots
+    c_removing: Slots
+
+    @property
+    def time_ms(self) -> int:
+        return self.export.manifest.snapshot_time_ms
+
+
+@dataclass
+class BrokerStates:
+    """The brokers' state exports, concatenated; ``ids`` are the brokers that exported."""
+
+    ids: list[int]
+    replicas: pa.Table
+    logs: pa.Table
+    segments: pa.Table
+    blocks: pa.Table
+
+
+def _raw(export: ExportInput) -> dict[str, pa.Table]:
+    return {
+        "brokers": read_table(export, "brokers", ("broker_id", "broker_epoch", "rack", "fenced")),
+        "topics": read_table(export, "topics"),
+        "partitions": read_table(export, "partitions", _PARTITION_COLUMNS),
+        "chunks": read_table(export, "chunks", _CHUNK_COLUMNS),
+        "producer_ids": read_table(export, "producer_ids"),
+    }
+
+
+def _keyed(export: ExportInput, raw: dict[str, pa.Table], topics: Topics) -> Snapshot:
+    t = raw["topics"]
+    t = t.append_column("tcode", topics.code_of(t["topic_id"]))
+    p = raw["partitions"]
+    p_code = topics.code_of(p["topic_id"])
+    p = p.append_column("tcode", p_code).append_column(
+        "pkey", partition_key(p_code, p["partition_id"]))
+    c = raw["chunks"]
+    c_code = topics.code_of(c["topic_id"])
+    c = c.append_column("tcode", c_code).append_column(
+        "pkey", partition_key(c_code, c["partition_id"]))
+    order = pc.sort_indices(c, sort_keys=[("pkey", "ascending"), ("start_offset", "ascending")])
+    c = c.take(order).combine_chunks()
+    p = p.combine_chunks()
+    where = array(pc.index_in(c["pkey"], value_set=array(p["pkey"])))
+    return Snapshot(
+        export=export, brokers=raw["brokers"].combine_chunks(), topics=t.combine_chunks(),
+        partitions=p, chunks=c, producer_ids=raw["producer_ids"], chunk_partition=where,
+        p_replicas=Slots(p["replicas"]), p_isr=Slots(p["isr"]),
+        p_adding=Slots(p["adding_replicas"]), p_removing=Slots(p["removing_replicas"]),
+        c_replicas=Slots(c["replicas"]), c_isr=Slots(c["isr"]),
+        c_adding=Slots(c["adding_replicas"]), c_removing=Slots(c["removing_replicas"]),
+    )
+
+
+def _topics(raws: list[dict[str, pa.Table]]) -> Topics:
+    ids = pa.chunked_array(
+        [chunk for raw in raws for name in ("topics", "partitions", "chunks")
+         for chunk in raw[name]["topic_id"].chunks], pa.string())
+    universe = array(pc.unique(ids)) if len(ids) else pa.array([], pa.string())
+    # one name per id: the smallest of the current snapshot's topics rows with that id
+    first = raws[0]["topics"]
+    names = pa.nulls(len(universe), pa.string())
+    if first.num_rows:
+        grouped = first.group_by("topic_id", use_threads=False).aggregate([("name", "min")])
+        at = pc.index_in(universe, value_set=array(grouped["topic_id"]))
+        names = array(grouped["name_min"]).take(at)
+    return Topics(universe, names)
+
+
+def read_inputs(inputs: AuditInputs) -> tuple[Topics, Snapshot, Snapshot | None,
+                                             BrokerStates | None]:
+    """Every input of an audit, read and keyed."""
+    raws = [_raw(inputs.snapshot)] + ([_raw(inputs.previous)] if inputs.previous else [])
+    topics = _topics(raws)
+    current = _keyed(inputs.snapshot, raws[0], topics)
+    previous = _keyed(inputs.previous, raws[1], topics) if inputs.previous else None
+    states = None
+    if inputs.broker_states:
+        def concat(name: str) -> pa.Table:
+            tables = [read_table(s, name) for s in inputs.broker_states]
+            return pa.concat_tables(tables).combine_chunks()
+        states = BrokerStates(
+            ids=sorted(s.manifest.broker_id for s in inputs.broker_states
+                       if s.manifest.broker_id is not None),
+            replicas=concat("local_replicas"), logs=concat("local_logs"),
+            segments=concat("local_segments"), blocks=concat("producer_id_blocks"))
+    return topics, current, previous, states
