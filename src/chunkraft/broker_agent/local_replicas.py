@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from chunkraft.broker_agent.chunk_lookup import parse_chunk_log_topic
 from chunkraft.broker_agent.storage.config import SegmentInfo
 from chunkraft.controller.image import MetadataImage
 from chunkraft.records import ChunkRecord, PartitionRecord
 
-__all__ = ["LocalLogLike", "chunk_holdings", "local_replicas"]
+__all__ = ["LocalLogLike", "assigned_chunks", "chunk_holdings", "local_replicas"]
 
 
 class LocalLogLike(Protocol):
@@ -91,15 +92,38 @@ def chunk_holdings(log: LocalLogLike, active: PartitionRecord | None,
 def local_replicas(logs: dict[tuple[str, int], Any], image: MetadataImage
                    ) -> list[dict[str, Any]]:
     """Every local partition log (``LogManager.logs()``) described against ``image``, sorted
-    by topic and partition. A directory of a topic the image no longer has lists no chunks."""
+    by topic and partition. A directory of a topic the image no longer has lists no chunks.
+
+    ``topic`` is the log's name in the store; a chunk kept in a log of its own
+    (``<topic>@<start>``, see :mod:`chunkraft.broker_agent.chunk_lookup`) says so in
+    ``chunk_log`` (``{"topic", "start_offset"}``, else null) and lists that chunk alone.
+    ``directory`` is the log's directory name and ``topic_id`` the log's topic id.
+    """
     answer: list[dict[str, Any]] = []
     for (topic_name, partition_id), log in sorted(logs.items()):
-        topic = image.topics.get_by_name(topic_name)
-        active = topic.partition(partition_id) if topic is not None else None
-        chunks = topic.chunks_of(partition_id) if topic is not None else ()
+        parsed = parse_chunk_log_topic(topic_name)
+        owner = parsed[0] if parsed is not None else topic_name
+        topic = image.topics.get_by_name(owner)
+        if topic is not None and getattr(log, "topic_id", topic.topic_id) != topic.topic_id:
+            topic = None  # a log left by a deleted topic of the same name
+        if parsed is None:
+            active = topic.partition(partition_id) if topic is not None else None
+            chunks: Iterable[ChunkRecord] = (
+                topic.chunks_of(partition_id) if topic is not None else ())
+        else:
+            active = None
+            only = topic.chunk(partition_id, parsed[1]) if topic is not None else None
+            chunks = (only,) if only is not None else ()
+        directory = getattr(log, "dir", None)
+        topic_id = getattr(log, "topic_id", None)
         answer.append({
             "topic": topic_name,
             "partition": partition_id,
+            "directory": directory.name if directory is not None
+            else f"{topic_name}-{partition_id}",
+            "topic_id": str(topic_id) if topic_id is not None else "",
+            "chunk_log": ({"topic": parsed[0], "start_offset": parsed[1]}
+                          if parsed is not None else None),
             "log_start_offset": log.log_start_offset,
             "log_end_offset": log.log_end_offset,
             "high_watermark": log.high_watermark,
@@ -110,4 +134,29 @@ def local_replicas(logs: dict[tuple[str, int], Any], image: MetadataImage
                          for s in log.segments],
             "chunks": chunk_holdings(log, active, chunks),
         })
+    return answer
+
+
+def assigned_chunks(image: MetadataImage, broker_id: int) -> list[dict[str, Any]]:
+    """Every chunk ``image`` makes ``broker_id`` a replica of: inactive chunks listing it in
+    ``replicas``, and active chunks (partitions) listing it; sorted by topic, partition, start.
+    """
+    answer: list[dict[str, Any]] = []
+    for topic in sorted(image.topics, key=lambda t: t.name):
+        rows: list[dict[str, Any]] = []
+        for partition in topic.partitions.values():
+            if broker_id in partition.replicas:
+                rows.append({"partition": partition.partition_id,
+                             "start_offset": partition.start_offset, "stop_offset": -1,
+                             "end_offset": -1, "active": True})
+        for chunks in topic.chunks.values():
+            for chunk in chunks:
+                if broker_id in chunk.replicas:
+                    rows.append({"partition": chunk.partition_id,
+                                 "start_offset": chunk.start_offset,
+                                 "stop_offset": chunk.stop_offset,
+                                 "end_offset": chunk.end_offset, "active": False})
+        rows.sort(key=lambda r: (r["partition"], r["start_offset"]))
+        for row in rows:
+            answer.append({"topic": topic.name, "topic_id": str(topic.topic_id), **row})
     return answer

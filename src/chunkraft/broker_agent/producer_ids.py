@@ -62,6 +62,19 @@ class ProducerIdManager:
         self._fetching: asyncio.Task[tuple[int, int]] | None = None
         self._failed_until = 0.0
         self.blocks_allocated = 0
+        # The broker epoch each held block was allocated for (the exports report it).
+        self._epochs: dict[tuple[int, int], int] = {}
+        self._asked_epoch = -1
+
+    def blocks(self) -> list[tuple[int, int, int]]:
+        """``(broker_epoch, start, end)`` of the blocks held: the current one (once any was
+        allocated) and a prefetched one; ``end`` is exclusive, oldest first."""
+        held: list[tuple[int, int]] = []
+        if self._block_len > 0:
+            held.append((self._end - self._block_len, self._end))
+        if self._spare is not None:
+            held.append(self._spare)
+        return [(self._epochs.get(block, -1), block[0], block[1]) for block in held]
 
     @property
     def remaining(self) -> int:
@@ -123,6 +136,9 @@ class ProducerIdManager:
         finally:
             self._fetching = None
         self.blocks_allocated += 1
+        kept = {b for b in ((self._end - self._block_len, self._end), self._spare) if b}
+        self._epochs = {b: e for b, e in self._epochs.items() if b in kept}
+        self._epochs[block] = self._asked_epoch
         if self._next < self._end:  # a prefetch: keep it for when this block runs out
             self._spare = block
         return block
@@ -130,6 +146,7 @@ class ProducerIdManager:
     async def _ask(self) -> tuple[int, int]:
         request = AllocateProducerIdsRequest(broker_id=self.broker_id,
                                              broker_epoch=self.broker_epoch())
+        self._asked_epoch = request.broker_epoch
         try:
             payload = await self.controller.call(ALLOCATE_PRODUCER_IDS_PATH,
                                                  request.model_dump(mode="json"))

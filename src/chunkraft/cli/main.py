@@ -23,6 +23,7 @@ from chunkraft.cli import (
     produce,
     quorum,
     records_dump,
+    snapshot,
     topics,
 )
 
@@ -43,6 +44,7 @@ GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {
     "records": ("inspect metadata records and the files that hold them", (records_dump.register,)),
     "quorum": ("describe the controller quorum", (quorum.register,)),
     "credentials": ("manage the bearer tokens of a credentials file", (credentials.register,)),
+    "snapshot": ("export controller snapshots and broker state as Parquet", (snapshot.register,)),
 }
 """Subcommand groups: ``chunkraft GROUP NAME``, as ``{group: (help, registers)}``."""
 

@@ -1,18 +1,22 @@
 """``GET /broker/v1/local-replicas``: what this broker holds on disk, partition by partition.
 
 The answer is :func:`chunkraft.broker_agent.local_replicas.local_replicas` against the broker's
-own image, with the image's offset; it needs DESCRIBE on the cluster, like the status.
+own image, with the image's offset; it needs DESCRIBE on the cluster, like the status. For the
+broker-state export (``chunkraft snapshot export --broker-server``) it also carries the cluster
+id, the image's epoch, the broker epoch, the chunks the image assigns to this broker
+(``assigned_chunks``) and the producer id blocks it hands out from (``producer_id_blocks``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from chunkraft.api.authentication import principal_of
-from chunkraft.broker_agent.local_replicas import local_replicas
+from chunkraft.broker_agent.local_replicas import assigned_chunks, local_replicas
 from chunkraft.broker_agent.server.access import cluster_refusal
 from chunkraft.protocol.acls import AclOperation
 
@@ -31,5 +35,16 @@ async def local_replicas_view(request: Request) -> Response:
     if refusal is not None:
         return refusal
     logs = runtime.replica_manager.logs.logs()
-    return JSONResponse({"node_id": runtime.node_id, "metadata_offset": image.offset,
-                         "partitions": local_replicas(logs, image)})
+    blocks = getattr(runtime.producer_ids, "blocks", None)
+    return JSONResponse({
+        "node_id": runtime.node_id, "metadata_offset": image.offset,
+        "partitions": local_replicas(logs, image),
+        "cluster_id": str(runtime.cluster_id),
+        "metadata_epoch": image.epoch,
+        "broker_epoch": runtime.lifecycle.broker_epoch,
+        "time_ms": int(time.time() * 1000),
+        "assigned_chunks": assigned_chunks(image, runtime.node_id),
+        "producer_id_blocks": [
+            {"broker_epoch": epoch, "block_start": start, "block_end": end}
+            for epoch, start, end in (blocks() if callable(blocks) else ())],
+    })
