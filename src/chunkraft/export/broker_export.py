@@ -71,12 +71,12 @@ def broker_state_rows(answer: dict[str, Any]) -> dict[str, list[Any]]:
                                    c["bytes_held"])
     for a in answer.get("assigned_chunks", ()):
         key = (a["topic"], int(a["partition"]), int(a["start_offset"]))
-        row = replicas.get(key)
-        if row is None:
-            row = LocalReplicaRow(broker, key[0], a["topic_id"], key[1], key[2],
-                                  bool(a["active"]), a["stop_offset"], a["end_offset"],
-                                  True, -1, -1, 0)
-        replicas[key] = row._replace(assigned=True, topic_id=a["topic_id"] or row.topic_id)
+        held = replicas.get(key)
+        if held is None:
+            held = LocalReplicaRow(broker, key[0], a["topic_id"], key[1], key[2],
+                                   bool(a["active"]), a["stop_offset"], a["end_offset"],
+                                   True, -1, -1, 0)
+        replicas[key] = held._replace(assigned=True, topic_id=a["topic_id"] or held.topic_id)
     blocks = [ProducerIdBlockRow(broker, b["broker_epoch"], b["block_start"], b["block_end"])
               for b in answer.get("producer_id_blocks", ())]
     return {"local_logs": logs, "local_segments": segments,
