@@ -65,7 +65,8 @@ def horizontal_bars(categories: Sequence[str], series: Sequence[Series], *, labe
     top = 26.0 if legend else 8.0
     group = _BAR * len(series) + 8.0
     height = top + group * max(len(categories), 1) + 8.0
-    area = _WIDTH - left - 90.0
+    longest = max((len(text) for s in series for text in s.labels), default=4)
+    area = _WIDTH - left - min(320.0, 12.0 + 6.5 * longest)  # room for the value labels
     highest = max([v for s in series for v in s.values if v is not None]
                   + [m for m, _ in markers] + [0.0])
     scale = area / highest if highest > 0 else 0.0
