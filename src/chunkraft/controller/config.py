@@ -69,6 +69,8 @@ class ControllerConfig:
     raft_log_compaction_min_time_ms: int = 300_000
     # pysyncobj's journal cannot pass 4 GiB between compactions; large entries get there first.
     raft_log_compaction_max_bytes: int = 256 * _MIB
+    metadata_snapshot_export_dir: Path | None = None
+    metadata_snapshot_export_retain: int = 3
     broker_session_timeout_ms: int = 9_000
     broker_heartbeat_interval_ms: int = 2_000
     super_users: tuple[str, ...] = ()

@@ -49,6 +49,8 @@ def raft_settings(config: ControllerConfig) -> RaftSettings:
         log_compaction_min_time=config.raft_log_compaction_min_time_ms / 1000,
         log_compaction_max_bytes=config.raft_log_compaction_max_bytes,
         max_retained_bytes=config.metadata_max_retained_bytes,
+        snapshot_export_dir=config.metadata_snapshot_export_dir,
+        snapshot_export_retain=config.metadata_snapshot_export_retain,
     )
 
 

@@ -329,6 +329,19 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "metadata.snapshot.export.dir",
+        parse_optional_path,
+        "Directory each new Raft dump (snapshot) is exported to as Parquet tables, in "
+        "`<offset>-<epoch>` subdirectories, by a detached low-priority process; empty: off.",
+    ),
+    Setting(
+        "metadata.snapshot.export.retain",
+        parse_integer,
+        "Complete snapshot exports kept in metadata.snapshot.export.dir; older ones are "
+        "deleted after each export.",
+        minimum=1,
+    ),
+    Setting(
         "request.timeout.ms",
         parse_integer,
         "How long a request may wait for its records to commit, or for a forwarded call to "

@@ -285,6 +285,7 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("broker.session.timeout.ms", "9s", "not an integer"),
     ("metadata.max.retained.bytes", "0", "must be at least 1"),
     ("request.timeout.ms", "0", "must be at least 1"),
+    ("metadata.snapshot.export.retain", "0", "must be at least 1"),
     ("super.users", "admin", "not a principal of the form Type:name"),
     ("super.users", "User:", "not a principal of the form Type:name"),
     ("allow.everyone.if.no.acl.found", "yes", "not true or false"),
@@ -343,6 +344,7 @@ def test_every_setting_has_a_bad_value_case() -> None:
         "ssl.certfile",
         "ssl.keyfile",
         "ssl.ca.file",
+        "metadata.snapshot.export.dir",  # any path parses; empty = off
     }
 
 

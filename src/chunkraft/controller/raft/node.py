@@ -94,6 +94,9 @@ class RaftSettings:
     """Entries' bytes after which a dump is forced whatever their count: pysyncobj compacts by
     count and time only, and its journal cannot grow past 4 GiB between compactions."""
     max_retained_bytes: int = 64 * 1024 * 1024
+    snapshot_export_dir: Path | None = None
+    """Where each new dump is exported as Parquet (``docs/export.md``); None: never."""
+    snapshot_export_retain: int = 3
 
     @property
     def address(self) -> str:
@@ -149,6 +152,8 @@ class RaftNode:
         self._flush_wanted = False
         self._flush_lock = threading.Condition()
         self.dumps_written = 0
+        self.export_process: Any = None
+        """The last snapshot export started (a Popen), for tests; None before any."""
         raft_dir = settings.journal_path.parent
         raft_dir.mkdir(parents=True, exist_ok=True)
         self._clean_dump_leftovers()
@@ -266,6 +271,22 @@ class RaftNode:
         logger.info("Raft dump written at offset %d in %.2f s", image.offset,
                     time.monotonic() - started)
         self._dump_status = SERIALIZER_STATE.SUCCESS
+        self._export_dump(dump, image.offset, image.epoch)
+
+    def _export_dump(self, dump: Path, offset: int, epoch: int) -> None:
+        """Starts the export of the new dump (``metadata.snapshot.export.dir``); only links
+        the file and spawns a detached process, so the dump thread never waits for it."""
+        directory = self.settings.snapshot_export_dir
+        if directory is None:
+            return
+        try:
+            from chunkraft.export.auto_export import start_dump_export
+
+            self.export_process = start_dump_export(
+                dump, offset, epoch, directory, self.settings.snapshot_export_retain)
+        except Exception:
+            logger.exception("starting the snapshot export of the dump at offset %d failed",
+                             offset)
 
     def _dump_state(self) -> int:
         self._dump_renamed.set()
