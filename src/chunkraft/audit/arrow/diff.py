@@ -15,9 +15,10 @@ from chunkraft.audit.model import DiffSummary, ExportSummary
 __all__ = ["diff"]
 
 
-def _names(snap: Snapshot, topics: Topics) -> pa.Array:
-    """Per topic code: the smallest name ``snap``'s topics give it (null if none)."""
-    t = snap.topics
+def _names(snap: Snapshot, prev: Snapshot, topics: Topics) -> pa.Array:
+    """Per topic code: the smallest name either snapshot's topics give it (null if none)."""
+    t = pa.concat_tables([snap.topics.select(["tcode", "name"]),
+                          prev.topics.select(["tcode", "name"])])
     if t.num_rows == 0:
         return pa.nulls(len(topics.ids), pa.string())
     grouped = t.group_by("tcode", use_threads=False).aggregate([("name", "min")])
@@ -38,6 +39,12 @@ def _moved(cur: Slots, before: Slots) -> pa.Array:
     return pc.invert(same)
 
 
+def _sorted(lists: Any) -> pa.Array:
+    """Each list's elements in ascending order (as Spark's array_sort): few rows, a sample."""
+    return pa.array([None if v is None else sorted(v) for v in lists.to_pylist()],
+                    pa.list_(pa.int32()))
+
+
 def _sample(rows: pa.Table, size: int) -> list[dict[str, Any]]:
     keys = [("topic", "ascending", "at_start"), ("topic_id", "ascending", "at_start"),
             ("partition_id", "ascending", "at_start"), ("start_offset", "ascending", "at_start")]
@@ -51,7 +58,7 @@ def diff(snap: Snapshot, prev: Snapshot, topics: Topics, previous: ExportSummary
          sample_size: int) -> DiffSummary:
     counts: dict[str, int] = {}
     samples: dict[str, list[dict[str, Any]]] = {}
-    names_now, names_before = _names(snap, topics), _names(prev, topics)
+    names_now = names_before = _names(snap, prev, topics)
     none_list = pa.list_(pa.int32())
 
     def record(kind: str, side: Snapshot, names: pa.Array, rows: pa.Array,
@@ -65,13 +72,13 @@ def diff(snap: Snapshot, prev: Snapshot, topics: Topics, previous: ExportSummary
             return
         tcode = t["tcode"].take(rows)
         data = {
-            "topic": (t["name"].take(rows) if topic_level else names.take(tcode)),
+            "topic": names.take(tcode),
             "topic_id": t["topic_id"].take(rows),
             "partition_id": (pa.nulls(n, pa.int32()) if topic_level
                              else t["partition_id"].take(rows)),
             "start_offset": t["start_offset"].take(rows) if chunks else pa.nulls(n, pa.int64()),
-            "replicas_before": before if before is not None else pa.nulls(n, none_list),
-            "replicas_after": after if after is not None else pa.nulls(n, none_list),
+            "replicas_before": _sorted(before) if before is not None else pa.nulls(n, none_list),
+            "replicas_after": _sorted(after) if after is not None else pa.nulls(n, none_list),
         }
         samples[kind] = _sample(pa.table(data), sample_size)
 

@@ -1,9 +1,10 @@
 """A rule's offending rows, and how they become a :class:`RuleResult` (count + sample).
 
 A rule returns a :class:`Found`: a table with one row per violation holding the key columns
-(``tcode`` topic code, ``partition_id``, ``start_offset``, ``broker_id``; null where they do not
-apply) and whatever numbers its detail line needs, plus a function that writes that line. The
-line is written only for the sampled rows, in Python (a sample is small).
+(``tcode`` topic code, or a ``topic_id`` string column; ``partition_id``, ``start_offset``,
+``broker_id``; null where they do not apply) and whatever its detail line needs, plus a
+function that writes that line. Lines are written only for the rows that can be in the sample
+(a few), in Python; they read exactly as the Spark engine's ``format_string`` writes them.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from chunkraft.audit.arrow.columns import array
 from chunkraft.audit.arrow.read import Topics
 from chunkraft.audit.model import VIOLATION_COLUMNS, RuleResult
 
-__all__ = ["SAMPLE_ORDER", "Found", "found", "to_result"]
+__all__ = ["SAMPLE_ORDER", "Found", "found", "ids", "to_result"]
 
-SAMPLE_ORDER = ("topic", "partition_id", "start_offset", "broker_id")
-"""The sample's order (ascending, nulls first), as the spec fixes it for both engines."""
+SAMPLE_ORDER = ("topic", "partition_id", "start_offset", "broker_id", "topic_id")
+"""The sample's order (ascending, nulls first), then the detail line: as both engines sort."""
 
 _KEY_TYPES = {"tcode": pa.int64(), "partition_id": pa.int32(), "start_offset": pa.int64(),
-              "broker_id": pa.int32(), "topic": pa.string()}
+              "broker_id": pa.int32()}
 
 
 @dataclass(frozen=True)
@@ -42,14 +44,18 @@ def found(rule_id: str, length: int, detail: Callable[[dict[str, Any]], str],
     data: dict[str, Any] = {}
     for name, kind in _KEY_TYPES.items():
         value = columns.pop(name, None)
-        if value is None:
-            if name == "topic":
-                continue
-            data[name] = pa.nulls(length, kind)
-        else:
-            data[name] = pc.cast(value, kind)
+        data[name] = pa.nulls(length, kind) if value is None else pc.cast(value, kind)
     data.update(columns)
     return Found(rule_id, pa.table(data), detail)
+
+
+def ids(values: Any) -> str:
+    """A list of ids as Spark's ``array_join(..., ", ")`` writes it."""
+    return ", ".join(str(v) for v in (values or []))
+
+
+def _null_first(value: Any) -> tuple[bool, Any]:
+    return (value is not None, value if value is not None else 0)
 
 
 def to_result(item: Found, topics: Topics, sample_size: int) -> RuleResult:
@@ -57,16 +63,31 @@ def to_result(item: Found, topics: Topics, sample_size: int) -> RuleResult:
     count = rows.num_rows
     if count == 0:
         return RuleResult(item.rule_id, 0, [])
-    topic_id = topics.ids.take(rows["tcode"])
-    if "topic" not in rows.column_names:
-        rows = rows.append_column("topic", topics.names.take(rows["tcode"]))
-    rows = rows.append_column("topic_id", topic_id)
-    keys = [(name, "ascending", "at_start") for name in (*SAMPLE_ORDER, "topic_id")]
-    order = pc.sort_indices(rows, sort_keys=keys)
-    sample = rows.take(order.slice(0, sample_size)).to_pylist()
-    out = []
+    if "topic_id" in rows.column_names:  # a rule that names topics by id string
+        codes = topics.code_of(rows["topic_id"])
+        rows = rows.set_column(rows.column_names.index("tcode"), "tcode", codes)
+    else:
+        rows = rows.append_column("topic_id", topics.ids.take(rows["tcode"]))
+    rows = rows.append_column("topic", topics.names.take(rows["tcode"]))
+    keys = rows.select(list(SAMPLE_ORDER))
+    order = array(pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start")
+                                                   for c in SAMPLE_ORDER]))
+    # Rows tied with the last sampled one on every key may swap in on their detail line.
+    wanted = order.slice(0, sample_size)
+    if count > sample_size > 0:
+        boundary = keys.take(order.slice(sample_size - 1, 1)).to_pylist()[0]
+        tied = pa.repeat(True, count)
+        for column in SAMPLE_ORDER:
+            value = boundary[column]
+            same = (pc.is_null(keys[column]) if value is None
+                    else pc.fill_null(pc.equal(keys[column], value), False))
+            tied = pc.and_(tied, same)
+        extra = pc.indices_nonzero(tied)
+        wanted = pc.unique(pa.concat_arrays([wanted, pc.cast(extra, wanted.type)]))
+    sample = rows.take(wanted).to_pylist()
     for row in sample:
-        values = {"rule_id": item.rule_id, **{c: row.get(c) for c in VIOLATION_COLUMNS[1:]}}
-        values["detail"] = item.detail(row)
-        out.append({c: values[c] for c in VIOLATION_COLUMNS})
+        row["detail"] = item.detail(row)
+    sample.sort(key=lambda r: tuple(_null_first(r[c]) for c in (*SAMPLE_ORDER, "detail")))
+    out = [{"rule_id": item.rule_id, **{c: row[c] for c in VIOLATION_COLUMNS[1:]}}
+           for row in sample[:sample_size]]
     return RuleResult(item.rule_id, count, out)

@@ -79,24 +79,25 @@ def hottest_order(snap: Snapshot, topics: Topics, limit: int,
     counts = pc.fill_null(array(per["offsets_count"]).take(at), 0)
     names = topics.names.take(p["tcode"])
     table = pa.table({"offsets": offsets, "chunks": counts, "topic": names,
-                      "partition_id": p["partition_id"], "row": pa.array(range(p.num_rows))})
+                      "topic_id": p["topic_id"], "partition_id": p["partition_id"],
+                      "row": pa.array(range(p.num_rows), pa.int64())})
     order = pc.sort_indices(table, sort_keys=[
         ("offsets", "descending"), ("chunks", "descending"), ("topic", "ascending", "at_start"),
-        ("partition_id", "ascending")])
+        ("topic_id", "ascending"), ("partition_id", "ascending")])
     top = table.take(order.slice(0, limit))
     rows = top["row"]
     sizes: list[int | None] = [None] * top.num_rows
     if states is not None:
-        lr = states.replicas.filter(states.replicas["assigned"])
-        keys = array(p["pkey"].take(rows))
-        code = array(snap.topics["tcode"]).take(
-            pc.index_in(lr["topic"], value_set=array(snap.topics["name"])))
+        # every local replica row of the partition, matched by topic name, as the engines do
+        lr = states.replicas
+        code = pc.cast(pc.index_in(lr["topic"], value_set=topics.names), pa.int64())
         lkey = pc.add(pc.multiply(code, 1 << 32), pc.cast(lr["partition_id"], pa.int64()))
+        keys = array(p["pkey"].take(rows))
+        names = top["topic"].to_pylist()
         for i, key in enumerate(keys.to_pylist()):  # a loop over the few hottest
-            sizes[i] = int(pc.sum(lr["bytes_held"].filter(
+            sizes[i] = 0 if names[i] is None else int(pc.sum(lr["bytes_held"].filter(
                 pc.fill_null(pc.equal(lkey, key), False))).as_py() or 0)
-    return [PartitionHeat(topic=r["topic"] or "", topic_id=topics.ids[p["tcode"][r["row"]]
-                                                                        .as_py()].as_py(),
+    return [PartitionHeat(topic=r["topic"] or "", topic_id=r["topic_id"],
                           partition_id=r["partition_id"], chunks=r["chunks"],
                           offsets=r["offsets"], bytes=sizes[i])
             for i, r in enumerate(top.to_pylist())]

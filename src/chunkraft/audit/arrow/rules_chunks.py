@@ -61,9 +61,10 @@ def chunk_rules(snap: Snapshot) -> list[Found]:
                      _contiguous_detail, prev_start=p_start, prev_stop=p_stop))
     out.append(later("chunks.overlap", pc.less(n_end, p_end), _overlap_detail,
                      end=n_end, prev_start=p_start, prev_end=p_end))
-    known = pc.and_(pc.not_equal(p_ts, -1), pc.not_equal(n_ts, -1))
+    known = pc.and_(pc.greater_equal(p_ts, 0), pc.greater_equal(n_ts, 0))  # -1: unknown
     inactive_ts = later("chunks.timestamps", pc.and_(known, pc.less(n_ts, p_ts)),
-                        _timestamp_detail, ts=n_ts, prev_start=p_start, prev_ts=p_ts)
+                        _timestamp_detail, ts=n_ts, prev_start=p_start, prev_ts=p_ts,
+                        is_active=pa.repeat(False, len(n_ts)))
 
     # the active chunk against the last inactive one
     p = snap.partitions
@@ -83,9 +84,10 @@ def chunk_rules(snap: Snapshot) -> list[Found]:
 
     out.append(active("chunks.active_start", pc.not_equal(a_start, pc.add(l_stop, 1)),
                       _active_detail, prev_start=l_start, prev_stop=l_stop))
-    known = pc.and_(pc.not_equal(a_ts, -1), pc.not_equal(l_ts, -1))
+    known = pc.and_(pc.greater_equal(a_ts, 0), pc.greater_equal(l_ts, 0))
     active_ts = active("chunks.timestamps", pc.and_(known, pc.less(a_ts, l_ts)),
-                       _timestamp_detail, ts=a_ts, prev_start=l_start, prev_ts=l_ts)
+                       _timestamp_detail, ts=a_ts, prev_start=l_start, prev_ts=l_ts,
+                       is_active=pa.repeat(True, len(a_ts)))
     out.append(Found("chunks.timestamps",
                      pa.concat_tables([inactive_ts.rows, active_ts.rows]), _timestamp_detail))
     return out
@@ -97,20 +99,21 @@ def _ordered_detail(r: dict[str, Any]) -> str:
 
 
 def _contiguous_detail(r: dict[str, Any]) -> str:
-    return (f"starts at {r['start_offset']} but the previous chunk (start {r['prev_start']}) "
-            f"stops at {r['prev_stop']}")
+    return (f"starts at {r['start_offset']} but the previous chunk stops at {r['prev_stop']} "
+            f"(expected {r['prev_stop'] + 1})")
 
 
 def _overlap_detail(r: dict[str, Any]) -> str:
-    return (f"ends at {r['end']} but the previous chunk (start {r['prev_start']}) ends at "
-            f"{r['prev_end']}")
+    return f"ends at {r['end']} but the previous chunk ends later, at {r['prev_end']}"
 
 
 def _active_detail(r: dict[str, Any]) -> str:
-    return (f"active chunk starts at {r['start_offset']} but the last inactive chunk "
-            f"(start {r['prev_start']}) stops at {r['prev_stop']}")
+    return (f"the active chunk starts at {r['start_offset']} but the last inactive chunk "
+            f"stops at {r['prev_stop']} (expected {r['prev_stop'] + 1})")
 
 
 def _timestamp_detail(r: dict[str, Any]) -> str:
-    return (f"start timestamp {r['ts']} is before the previous chunk's (start "
-            f"{r['prev_start']}) {r['prev_ts']}")
+    if r["is_active"]:
+        return (f"the active chunk's StartTimestamp {r['ts']} is before the last inactive "
+                f"chunk's {r['prev_ts']}")
+    return f"StartTimestamp {r['ts']} is before the previous chunk's {r['prev_ts']}"

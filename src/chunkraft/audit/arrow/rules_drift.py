@@ -12,18 +12,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chunkraft.audit.arrow.columns import array, indices_where, partition_key
-from chunkraft.audit.arrow.found import Found, found
-from chunkraft.audit.arrow.read import BrokerStates, Snapshot
+from chunkraft.audit.arrow.found import Found, found, ids
+from chunkraft.audit.arrow.read import BrokerStates, Snapshot, Topics
 
 __all__ = ["drift_rules"]
 
 _RULES = ("drift.missing_replica", "drift.extra_replica", "drift.beyond_end", "drift.gap")
 
 
-def _local_pkey(snap: Snapshot, topic: Any, partition_id: Any) -> tuple[pa.Array, pa.Array]:
-    """(topic code, partition key) of local rows, by topic name (null when no such topic)."""
-    t = snap.topics
-    code = array(t["tcode"]).take(pc.index_in(topic, value_set=array(t["name"])))
+def _local_pkey(topics: Topics, topic: Any, partition_id: Any) -> tuple[pa.Array, pa.Array]:
+    """(topic code, partition key) of local rows, by topic name: the name a topic id has in
+    the snapshot (the smallest of its topics rows); null when no topic has that name."""
+    code = pc.cast(pc.index_in(topic, value_set=topics.names), pa.int64())
     return code, partition_key(code, partition_id)
 
 
@@ -31,19 +31,19 @@ def _rows(n: int) -> pa.Array:
     return pa.array(range(n), pa.int64())
 
 
-def drift_rules(snap: Snapshot, states: BrokerStates | None) -> list[Found]:
+def drift_rules(snap: Snapshot, topics: Topics, states: BrokerStates | None) -> list[Found]:
     if states is None:
         return [found(rule, 0, str) for rule in _RULES]
     p, c = snap.partitions, snap.chunks
     lr = states.replicas
-    lr_code, lr_pkey = _local_pkey(snap, lr["topic"], lr["partition_id"])
+    lr_code, lr_pkey = _local_pkey(topics, lr["topic"], lr["partition_id"])
     lr = lr.append_column("tcode", lr_code).append_column("pkey", lr_pkey).append_column(
         "lrow", _rows(lr.num_rows))
     held = lr.filter(pc.greater_equal(lr["first_offset_held"], 0))
     logs = states.logs
-    logs = logs.append_column("pkey", _local_pkey(snap, logs["topic"], logs["partition_id"])[1])
+    logs = logs.append_column("pkey", _local_pkey(topics, logs["topic"], logs["partition_id"])[1])
     segs = states.segments
-    segs = segs.append_column("pkey", _local_pkey(snap, segs["topic"], segs["partition_id"])[1])
+    segs = segs.append_column("pkey", _local_pkey(topics, segs["topic"], segs["partition_id"])[1])
     chunk_keys = pa.table({"pkey": c["pkey"], "start_offset": c["start_offset"],
                            "crow": _rows(c.num_rows)})
     # the assignment drift checks against: partitions of known topics, chunks of those
@@ -70,6 +70,7 @@ def drift_rules(snap: Snapshot, states: BrokerStates | None) -> list[Found]:
                              partition_id=c["partition_id"].take(absent),
                              start_offset=c["start_offset"].take(absent),
                              broker_id=pa.repeat(b, len(absent)),
+                             end=c["end_offset"].take(absent),
                              what=pa.repeat("inactive", len(absent))).rows)
         # ... or replica of an active chunk without a log of the partition
         active = indices_where(pc.and_(
@@ -80,6 +81,7 @@ def drift_rules(snap: Snapshot, states: BrokerStates | None) -> list[Found]:
                              partition_id=p["partition_id"].take(active),
                              start_offset=p["start_offset"].take(active),
                              broker_id=pa.repeat(b, len(active)),
+                             end=pa.nulls(len(active), pa.int64()),
                              what=pa.repeat("active", len(active))).rows)
 
         beyond.append(_beyond(snap, b, my_logs, known_c))
@@ -88,7 +90,7 @@ def drift_rules(snap: Snapshot, states: BrokerStates | None) -> list[Found]:
 
     return [
         Found("drift.missing_replica", pa.concat_tables(missing), _missing_detail),
-        _extra(snap, held),
+        _extra(snap, topics, held),
         Found("drift.beyond_end", pa.concat_tables(beyond), _beyond_detail),
         Found("drift.gap", pa.concat_tables(gaps), _gap_detail),
     ]
@@ -96,24 +98,26 @@ def drift_rules(snap: Snapshot, states: BrokerStates | None) -> list[Found]:
 
 def _missing_detail(r: dict[str, Any]) -> str:
     if r["what"] == "active":
-        return f"broker {r['broker_id']} is a replica of the active chunk but has no log of it"
-    return f"broker {r['broker_id']} is an ISR replica of the chunk but holds none of it"
+        return (f"broker {r['broker_id']} is a replica of the active chunk (from "
+                f"{r['start_offset']}) but has no log of the partition")
+    return (f"broker {r['broker_id']} is an ISR replica of chunk {r['start_offset']}.."
+            f"{r['end']} but holds none of it")
 
 
-def _extra(snap: Snapshot, held: pa.Table) -> Found:
+def _extra(snap: Snapshot, topics: Topics, held: pa.Table) -> Found:
     p, c = snap.partitions, snap.chunks
     keys = held.select(["lrow", "pkey", "chunk_start_offset"]).rename_columns(
         ["lrow", "pkey", "start_offset"])
-    inactive = keys.join(pa.table({"pkey": c["pkey"], "start_offset": c["start_offset"],
-                                   "crow": _rows(c.num_rows)}),
-                         ["pkey", "start_offset"], join_type="left outer", use_threads=False)
-    inactive = inactive.join(pa.table({"pkey": p["pkey"], "start_offset": p["start_offset"],
-                                       "prow": _rows(p.num_rows)}),
-                             ["pkey", "start_offset"], join_type="left outer", use_threads=False)
-    inactive = inactive.sort_by("lrow")
-    lrow = inactive["lrow"]
+    matched = keys.join(pa.table({"pkey": c["pkey"], "start_offset": c["start_offset"],
+                                  "crow": _rows(c.num_rows)}),
+                        ["pkey", "start_offset"], join_type="left outer", use_threads=False)
+    matched = matched.join(pa.table({"pkey": p["pkey"], "start_offset": p["start_offset"],
+                                     "prow": _rows(p.num_rows)}),
+                           ["pkey", "start_offset"], join_type="left outer", use_threads=False)
+    matched = matched.sort_by("lrow")
+    lrow = matched["lrow"]
     broker = held["broker_id"].take(pc.index_in(lrow, value_set=array(held["lrow"])))
-    crow, prow = array(inactive["crow"]), array(inactive["prow"])
+    crow, prow = array(matched["crow"]), array(matched["prow"])
 
     def listed(rows: pa.Array, lists: tuple[Any, ...]) -> pa.Array:
         safe = pc.fill_null(rows, 0)
@@ -128,22 +132,35 @@ def _extra(snap: Snapshot, held: pa.Table) -> Found:
                         listed(prow, (snap.p_replicas, snap.p_adding, snap.p_removing)))
     hit = indices_where(pc.invert(pc.or_(in_chunk, in_active)))
     rows = pc.index_in(lrow.take(hit), value_set=array(held["lrow"]))
-    known = pc.or_(pc.is_valid(crow), pc.is_valid(prow)).take(hit)
-    return found("drift.extra_replica", len(hit), _extra_detail,
-                 tcode=held["tcode"].take(rows), topic=held["topic"].take(rows),
+    c_hit, p_hit = crow.take(hit), prow.take(hit)
+    replicas = pc.if_else(pc.is_valid(c_hit), c["replicas"].take(pc.fill_null(c_hit, 0))
+                          if c.num_rows else pa.nulls(len(hit), pa.list_(pa.int32())),
+                          p["replicas"].take(p_hit))
+    # the topic id: the snapshot's (smallest) id of that name, else the state's own
+    t = snap.topics
+    by_name = t.group_by("name", use_threads=False).aggregate([("topic_id", "min")])
+    names = held["topic"].take(rows)
+    topic_id = array(by_name["topic_id_min"]).take(
+        pc.index_in(names, value_set=array(by_name["name"])))
+    own = held["topic_id"].take(rows)
+    topic_id = pc.coalesce(topic_id, pc.if_else(pc.equal(own, ""), pa.scalar(None, pa.string()),
+                                                own))
+    del topics
+    return found("drift.extra_replica", len(hit), _extra_detail, topic_id=topic_id,
                  partition_id=held["partition_id"].take(rows),
                  start_offset=held["chunk_start_offset"].take(rows),
-                 broker_id=held["broker_id"].take(rows), known=known,
+                 broker_id=held["broker_id"].take(rows), replicas=replicas,
                  first=held["first_offset_held"].take(rows),
-                 last=held["last_offset_held"].take(rows))
+                 last=held["last_offset_held"].take(rows),
+                 bytes=held["bytes_held"].take(rows))
 
 
 def _extra_detail(r: dict[str, Any]) -> str:
-    why = ("is not among its replicas" if r["known"] else "which is not in the snapshot")
-    return (f"broker {r['broker_id']} holds offsets {r['first']}..{r['last']} of a chunk it "
-            f"{why}" if r["known"] else
-            f"broker {r['broker_id']} holds offsets {r['first']}..{r['last']} of a chunk "
-            f"{why}")
+    held = (f"broker {r['broker_id']} holds offsets {r['first']}..{r['last']} "
+            f"({r['bytes']} bytes) of a chunk")
+    if r["replicas"] is None:
+        return f"{held} the snapshot does not have"
+    return f"{held} assigned to [{ids(r['replicas'])}]"
 
 
 def _beyond(snap: Snapshot, b: int, my_logs: pa.Table, known_c: pa.Array) -> pa.Table:
@@ -169,14 +186,15 @@ def _beyond(snap: Snapshot, b: int, my_logs: pa.Table, known_c: pa.Array) -> pa.
 
 
 def _beyond_detail(r: dict[str, Any]) -> str:
-    return (f"broker {r['broker_id']} holds offsets up to {r['last']} but the last chunk it "
-            f"is assigned ends at {r['end']}")
+    return (f"broker {r['broker_id']} holds up to offset {r['last']} but its last chunk here "
+            f"ends at {r['end']}")
 
 
 def _gaps(snap: Snapshot, b: int, mine: pa.Table, my_logs: pa.Table, my_segs: pa.Table,
           chunk_keys: pa.Table, known_c: pa.Array) -> pa.Table:
     c = snap.chunks
-    isr = indices_where(pc.and_(known_c, snap.c_isr.contains(b)))
+    isr = indices_where(pc.and_(pc.and_(known_c, snap.c_isr.contains(b)),
+                                pc.invert(snap.c_adding.contains(b))))
     cand = chunk_keys.take(isr).join(mine, ["pkey", "start_offset"], join_type="inner",
                                      use_threads=False)
     crow = cand["crow"]
@@ -209,7 +227,7 @@ def _gaps(snap: Snapshot, b: int, mine: pa.Table, my_logs: pa.Table, my_segs: pa
     crossed = crossed.filter(pc.and_(pc.less_equal(crossed["lo"], crossed["high"]),
                                      pc.greater_equal(crossed["hi"], crossed["low"])))
     first_hole = crossed.group_by("crow", use_threads=False).aggregate(
-        [("lo", "min"), ("hi", "min")])
+        [("lo", "list"), ("hi", "list")])
     holed_rows = array(first_hole["crow"])
     hit = indices_where(pc.or_(short, pc.is_in(crow, value_set=holed_rows)))
     rows = crow.take(hit)
@@ -218,14 +236,16 @@ def _gaps(snap: Snapshot, b: int, mine: pa.Table, my_logs: pa.Table, my_segs: pa
                  partition_id=c["partition_id"].take(rows),
                  start_offset=c["start_offset"].take(rows), broker_id=pa.repeat(b, len(hit)),
                  last=cand["last_offset_held"].take(hit), end=end.take(hit),
-                 hole_lo=first_hole["lo_min"].take(at),
-                 hole_hi=first_hole["hi_min"].take(at)).rows
+                 hole_lo=first_hole["lo_list"].take(at),
+                 hole_hi=first_hole["hi_list"].take(at)).rows
 
 
 def _gap_detail(r: dict[str, Any]) -> str:
-    parts = []
-    if r["last"] < r["end"]:
-        parts.append(f"holds up to offset {r['last']} of {r['end']}")
-    if r["hole_lo"] is not None:
-        parts.append(f"misses offsets {r['hole_lo']}..{r['hole_hi']}")
-    return f"broker {r['broker_id']} " + " and ".join(parts)
+    """The smallest of the row's lines (the Spark engine keeps min(detail) per row)."""
+    b, start, end = r["broker_id"], r["start_offset"], r["end"]
+    lines = []
+    if r["last"] < end:
+        lines.append(f"broker {b} holds chunk {start}..{end} only up to offset {r['last']}")
+    for lo, hi in zip(r["hole_lo"] or [], r["hole_hi"] or [], strict=True):
+        lines.append(f"broker {b} misses offsets {lo}..{hi} of chunk {start}..{end}")
+    return min(lines)

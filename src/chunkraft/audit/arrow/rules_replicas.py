@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chunkraft.audit.arrow.columns import Slots, array, indices_where, shifted
-from chunkraft.audit.arrow.found import Found, found
+from chunkraft.audit.arrow.found import Found, found, ids
 from chunkraft.audit.arrow.read import Snapshot
 from chunkraft.audit.inputs import AuditSettings
 
@@ -67,40 +67,47 @@ def replica_rules(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings
                         **{k: v.take(hit_c) for k, v in (c_extra or {}).items()}).rows]
         return Found(rule, pa.concat_tables(tables, promote_options="default"), detail)
 
-    def lists(r: dict[str, Any], name: str) -> list[int]:
+    def lists(r: dict[str, Any], name: str) -> str:
         source = p if r["kind"] == "partition" else c
-        return list(source[name][r["row"]].as_py())
+        return ids(source[name][r["row"]].as_py())
 
     out.append(both("replicas.distinct", snap.p_replicas.has_duplicates(),
                     snap.c_replicas.has_duplicates(),
-                    lambda r: f"replicas {lists(r, 'replicas')} name a broker twice"))
+                    lambda r: (f"{r['kind']} {r['start_offset']} lists a broker twice: "
+                               f"replicas [{lists(r, 'replicas')}]")))
 
     p_rf = replication_factors(snap.p_replicas, snap.p_removing)
     c_rf = replication_factors(snap.c_replicas, snap.c_removing)
     topic_rf = topic_replication_factor(snap, p_rf)
     c_expected = p_rf.take(snap.chunk_partition)
+
+    def count_detail(r: dict[str, Any]) -> str:
+        if r["kind"] == "partition":
+            return (f"partition has {r['rf']} replicas (less removing), the topic's "
+                    f"replication factor is {r['expected']}")
+        return f"chunk has {r['rf']} replicas (less removing), its partition {r['expected']}"
+
     out.append(both(
         "replicas.count", pc.not_equal(p_rf, topic_rf), pc.not_equal(c_rf, c_expected),
-        lambda r: (f"replication factor {r['rf']}, but {r['expected']} for its "
-                   f"{'topic' if r['kind'] == 'partition' else 'partition'}"),
-        {"rf": p_rf, "expected": pc.cast(topic_rf, pa.int64())},
+        count_detail, {"rf": p_rf, "expected": pc.cast(topic_rf, pa.int64())},
         {"rf": c_rf, "expected": c_expected}))
 
     out.append(both(
         "replicas.isr_subset",
         pc.or_(snap.p_isr.empty(), pc.invert(snap.p_isr.all_in(snap.p_replicas))),
         pc.or_(snap.c_isr.empty(), pc.invert(snap.c_isr.all_in(snap.c_replicas))),
-        lambda r: (f"isr {lists(r, 'isr')} is not a non-empty subset of replicas "
-                   f"{lists(r, 'replicas')}")))
+        lambda r: (f"{r['kind']} has ISR [{lists(r, 'isr')}] but replicas "
+                   f"[{lists(r, 'replicas')}]")))
 
     leader = p["leader"]
     out.append(both(
         "replicas.leader_in_isr",
         pc.and_(pc.greater_equal(leader, 0), pc.invert(snap.p_isr.contains(leader))), None,
-        lambda r: f"leader {r['broker_id']} is not in isr {lists(r, 'isr')}",
+        lambda r: f"leader {r['broker_id']} is not in the ISR [{lists(r, 'isr')}]",
         {"broker_id": leader}))
-    out.append(both("replicas.no_leader", pc.equal(leader, -1), None,
-                    lambda r: "leader -1: no leader, offline"))
+    out.append(both("replicas.no_leader", pc.less(leader, 0), None,
+                    lambda r: f"no leader ({r['leader']}): the partition is offline",
+                    {"leader": leader}))
     out.append(_registered(snap))
     out.append(_fenced(snap, prev, settings))
     out.append(_stuck(snap, prev, settings))
@@ -129,14 +136,12 @@ def _registered(snap: Snapshot) -> Found:
         pairs = pairs.group_by(["row", "broker_id"], use_threads=False).aggregate([])
         row = pairs["row"]
         tables.append(found(
-            "replicas.registered", pairs.num_rows, _registered_detail,
+            "replicas.registered", pairs.num_rows, str,
             tcode=table["tcode"].take(row), partition_id=table["partition_id"].take(row),
-            start_offset=table["start_offset"].take(row), broker_id=pairs["broker_id"]).rows)
-    return Found("replicas.registered", pa.concat_tables(tables), _registered_detail)
-
-
-def _registered_detail(r: dict[str, Any]) -> str:
-    return f"broker {r['broker_id']} is a replica, ISR member or leader but not registered"
+            start_offset=table["start_offset"].take(row), broker_id=pairs["broker_id"],
+            kind=pa.repeat(kind, pairs.num_rows)).rows)
+    return Found("replicas.registered", pa.concat_tables(tables), lambda r: (
+        f"{r['kind']} lists broker {r['broker_id']}, which is not registered"))
 
 
 def _fenced(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> Found:
@@ -144,7 +149,7 @@ def _fenced(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> F
     if prev is None:
         return found(rule, 0, str)
     gap = snap.time_ms - prev.time_ms
-    ids: list[int] = []
+    ids_: list[int] = []
     epochs: list[int] = []
     held: list[int] = []
     if gap >= settings.fenced_threshold_ms:
@@ -155,33 +160,38 @@ def _fenced(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> F
             b = broker["broker_id"]
             if before.get(b) != broker["broker_epoch"]:
                 continue
-            count = (pc.sum(snap.p_replicas.contains(b)).as_py() or 0) + (
-                pc.sum(snap.c_replicas.contains(b)).as_py() or 0)
+            count = (_occurrences(snap.p_replicas, b) + _occurrences(snap.c_replicas, b))
             if count:
-                ids.append(b)
+                ids_.append(b)
                 epochs.append(broker["broker_epoch"])
                 held.append(count)
-    minutes = gap / 60_000
-    return found(rule, len(ids), lambda r: (
-        f"fenced at broker epoch {r['epoch']} in both snapshots, {minutes:.1f} min apart, "
-        f"and holds {r['held']} replicas"),
-        broker_id=pa.array(ids, pa.int32()), epoch=pa.array(epochs, pa.int64()),
+    minutes = gap // 60_000
+    return found(rule, len(ids_), lambda r: (
+        f"fenced (epoch {r['epoch']}) for at least {minutes} min, holds {r['held']} replicas"),
+        broker_id=pa.array(ids_, pa.int32()), epoch=pa.array(epochs, pa.int64()),
         held=pa.array(held, pa.int64()))
 
 
+def _occurrences(slots: Slots, broker: int) -> int:
+    """Entries equal to ``broker`` over every list (a list naming it twice counts twice)."""
+    return sum(int(pc.sum(pc.fill_null(pc.equal(col, broker), False)).as_py() or 0)
+               for col in slots.cols)
+
+
 def _stuck(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> Found:
+    """A move unchanged: adding or removing non-empty, and both the same sets as before."""
     rule = "replicas.stuck_move"
     if prev is None:
         return found(rule, 0, str)
     gap = snap.time_ms - prev.time_ms
-    minutes = gap / 60_000
+    minutes = gap // 60_000
     tables = []
     p_cur = indices_where(pc.is_valid(pc.index_in(snap.partitions["pkey"],
                                                   value_set=array(prev.partitions["pkey"]))))
     p_prev = pc.index_in(snap.partitions["pkey"].take(p_cur),
                          value_set=array(prev.partitions["pkey"]))
     c_cur, c_prev = chunk_match(snap, prev)
-    for _kind, table, cur, before, lists in (
+    for kind, table, cur, before, lists in (
             ("partition", snap.partitions, p_cur, p_prev,
              (snap.p_adding, snap.p_removing, prev.p_adding, prev.p_removing)),
             ("chunk", snap.chunks, c_cur, c_prev,
@@ -191,8 +201,9 @@ def _stuck(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> Fo
             before = before.slice(0, 0)
         adding, removing = lists[0].take(cur), lists[1].take(cur)
         was_adding, was_removing = lists[2].take(before), lists[3].take(before)
-        stuck = pc.or_(pc.and_(pc.invert(adding.empty()), adding.same_sets(was_adding)),
-                       pc.and_(pc.invert(removing.empty()), removing.same_sets(was_removing)))
+        moving = pc.invert(pc.and_(adding.empty(), removing.empty()))
+        stuck = pc.and_(moving, pc.and_(adding.same_sets(was_adding),
+                                        removing.same_sets(was_removing)))
         hit = indices_where(stuck)
         row = cur.take(hit)
         tables.append(found(
@@ -200,6 +211,8 @@ def _stuck(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings) -> Fo
             partition_id=table["partition_id"].take(row),
             start_offset=table["start_offset"].take(row),
             adding=table["adding_replicas"].take(row),
-            removing=table["removing_replicas"].take(row)).rows)
+            removing=table["removing_replicas"].take(row),
+            kind=pa.repeat(kind, len(hit))).rows)
     return Found(rule, pa.concat_tables(tables), lambda r: (
-        f"adding {r['adding']} and removing {r['removing']} unchanged for {minutes:.1f} min"))
+        f"{r['kind']} adding [{ids(sorted(set(r['adding'])))}] and removing "
+        f"[{ids(sorted(set(r['removing'])))}] for at least {minutes} min"))

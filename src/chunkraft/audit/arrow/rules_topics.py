@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chunkraft.audit.arrow.columns import array, indices_where
-from chunkraft.audit.arrow.found import Found, found
+from chunkraft.audit.arrow.found import Found, found, ids
 from chunkraft.audit.arrow.read import BrokerStates, Snapshot
 
 __all__ = ["producer_id_rules", "topic_rules"]
@@ -19,19 +19,22 @@ def topic_rules(snap: Snapshot) -> list[Found]:
     out: list[Found] = []
 
     names = t.group_by("name", use_threads=False).aggregate([("name", "count")])
-    ids = t.group_by("topic_id", use_threads=False).aggregate([("topic_id", "count")])
-    shared = pc.or_(
-        pc.is_in(t["name"], value_set=array(names.filter(pc.greater(names["name_count"], 1))[
-            "name"])),
-        pc.is_in(t["topic_id"], value_set=array(ids.filter(pc.greater(ids["topic_id_count"], 1))[
-            "topic_id"])))
-    hit = indices_where(shared)
+    same_name = array(names["name_count"]).take(
+        pc.index_in(t["name"], value_set=array(names["name"])))
+    id_counts = t.group_by("topic_id", use_threads=False).aggregate([("topic_id", "count")])
+    same_id = array(id_counts["topic_id_count"]).take(
+        pc.index_in(t["topic_id"], value_set=array(id_counts["topic_id"])))
+    hit = indices_where(pc.or_(pc.greater(same_name, 1), pc.greater(same_id, 1)))
     out.append(found("topics.unique", len(hit),
-                     lambda r: f"topic {r['topic']} ({r['topic_id']}) shares its name or id "
-                               "with another topic",
-                     tcode=t["tcode"].take(hit), topic=t["name"].take(hit)))
+                     lambda r: (f"topic {r['name']} ({r['topic_id']}) shares its name with "
+                                f"{r['same_name'] - 1} and its id with {r['same_id'] - 1} "
+                                "other topic(s)"),
+                     tcode=t["tcode"].take(hit), name=t["name"].take(hit),
+                     same_name=same_name.take(hit), same_id=same_id.take(hit)))
 
-    per_topic = p.group_by("tcode", use_threads=False).aggregate([
+    # per topic of the topics table (an orphan partition is topics.orphans' alone)
+    known = p.filter(pc.is_in(p["tcode"], value_set=array(t["tcode"])))
+    per_topic = known.group_by("tcode", use_threads=False).aggregate([
         ("partition_id", "count"), ("partition_id", "count_distinct"),
         ("partition_id", "min"), ("partition_id", "max")])
     n = per_topic["partition_id_count"]
@@ -41,8 +44,8 @@ def topic_rules(snap: Snapshot) -> list[Found]:
                                 pc.subtract(n, 1)))
     bad = per_topic.filter(wrong)
     out.append(found("topics.partition_ids", bad.num_rows,
-                     lambda r: (f"{r['n']} partitions with ids {r['low']}..{r['high']}, "
-                                f"{r['distinct']} distinct: not 0..{r['n'] - 1}"),
+                     lambda r: (f"{r['n']} partitions ({r['distinct']} distinct ids) numbered "
+                                f"{r['low']}..{r['high']}, not 0..{r['n'] - 1}"),
                      tcode=bad["tcode"], n=bad["partition_id_count"],
                      distinct=bad["partition_id_count_distinct"], low=bad["partition_id_min"],
                      high=bad["partition_id_max"]))
@@ -56,13 +59,11 @@ def topic_rules(snap: Snapshot) -> list[Found]:
         found("topics.orphans", len(orphan_p), str, tcode=p["tcode"].take(orphan_p),
               partition_id=p["partition_id"].take(orphan_p),
               start_offset=p["start_offset"].take(orphan_p),
-              what=pa.repeat("partition of a topic id that is not in topics",
-                             len(orphan_p))).rows,
+              what=pa.repeat("partition", len(orphan_p))).rows,
         found("topics.orphans", len(orphan_c), str, tcode=c["tcode"].take(orphan_c),
               partition_id=c["partition_id"].take(orphan_c),
               start_offset=c["start_offset"].take(orphan_c),
-              what=pa.repeat("chunk of a partition that is not in partitions",
-                             len(orphan_c))).rows]), lambda r: str(r["what"])))
+              what=pa.repeat("chunk", len(orphan_c))).rows]), _orphan_detail))
     return out
 
 
@@ -72,11 +73,12 @@ def _prior_epochs(snap: Snapshot) -> Found:
     k = pc.fill_null(pc.list_value_length(lists), 0)
     parent = array(pc.list_parent_indices(lists))
     items = array(pc.list_flatten(lists))
-    ids = items.field("partition_id")
+    prior_ids = items.field("partition_id")
     epochs = items.field("leader_epoch")
     k_of = k.take(parent)
-    bad_item = pc.or_(pc.or_(pc.less(ids, 0), pc.greater_equal(ids, k_of)), pc.less(epochs, 0))
-    pairs = pa.table({"parent": parent, "id": ids}).group_by(
+    bad_item = pc.or_(pc.or_(pc.less(prior_ids, 0), pc.greater_equal(prior_ids, k_of)),
+                      pc.less(epochs, 0))
+    pairs = pa.table({"parent": parent, "id": prior_ids}).group_by(
         ["parent", "id"], use_threads=False).aggregate([("id", "count")])
     dup_parents = pairs.filter(pc.greater(pairs["id_count"], 1))["parent"]
     bad_parents = pa.concat_arrays([array(parent.filter(bad_item)), array(dup_parents)])
@@ -87,10 +89,11 @@ def _prior_epochs(snap: Snapshot) -> Found:
     hit = indices_where(wrong)
 
     def detail(r: dict[str, Any]) -> str:
-        prior = [(e["partition_id"], e["leader_epoch"])
-                 for e in lists[r["row"]].as_py()]
-        return (f"prior partition epochs (partition, leader epoch) {prior}: not partitions "
-                f"0..k-1 with k <= {r['partition_id']} and epochs >= 0")
+        prior = lists[r["row"]].as_py()
+        return (f"partition {r['partition_id']} lists prior partitions "
+                f"[{ids(e['partition_id'] for e in prior)}] with leader epochs "
+                f"[{ids(e['leader_epoch'] for e in prior)}]; expected 0..{len(prior) - 1}, "
+                "each once, epochs >= 0")
 
     return found("topics.prior_partition_epochs", len(hit), detail,
                  tcode=p["tcode"].take(hit), partition_id=p["partition_id"].take(hit),
@@ -134,8 +137,18 @@ def producer_id_rules(snap: Snapshot, prev: Snapshot | None,
     return out
 
 
+def _orphan_detail(r: dict[str, Any]) -> str:
+    if r["what"] == "partition":
+        return (f"partition {r['partition_id']} of topic id {r['topic_id']}, which is not a "
+                "topic")
+    return (f"chunk {r['start_offset']} of partition {r['partition_id']} of topic id "
+            f"{r['topic_id']}, which is not a partition")
+
+
 def _block_detail(r: dict[str, Any]) -> str:
-    block = f"block [{r['block_start']}, {r['block_end']})"
+    text = f"block {r['block_start']}..{r['block_end'] - 1}"
     if r["before"] is not None and r["block_start"] < r["before"]:
-        return f"{block} overlaps an earlier block ending at {r['before']}"
-    return f"{block} reaches past the controller's next producer id {r['next_id']}"
+        text += f" starts before an earlier block's end {r['before']}"
+    if r["next_id"] is not None and r["block_end"] > r["next_id"]:
+        text += f" reaches past the next producer id {r['next_id']}"
+    return text

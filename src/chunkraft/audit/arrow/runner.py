@@ -49,13 +49,12 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> AuditReport:
     mark = time.perf_counter()
     items: list[Found] = [*chunk_rules(snap), *replica_rules(snap, prev, settings),
                           *topic_rules(snap), *producer_id_rules(snap, prev, states),
-                          *drift_rules(snap, states)]
+                          *drift_rules(snap, topics, states)]
     seconds["rules"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     load = load_summary(snap, topics, states, settings)
     items.append(skew_rule(load, settings))
-    drawn = timelines(snap, topics, items, states, settings)
     seconds["load"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
@@ -73,6 +72,10 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> AuditReport:
             results.append(to_result(by_id.get(rule.id) or found(rule.id, 0, str), topics,
                                      settings.sample_size))
     seconds["rules"] += time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    drawn = timelines(snap, topics, results, settings)
+    seconds["load"] += time.perf_counter() - mark
 
     mark = time.perf_counter()
     summary = None
