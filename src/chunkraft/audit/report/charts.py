@@ -15,6 +15,7 @@ from chunkraft.audit.report.text import (
     format_count,
     format_ratio,
     partition_name,
+    plural,
     timeline_brokers,
 )
 
@@ -195,7 +196,7 @@ def hottest_chart(load: LoadSummary) -> str | None:
         return None
     names = [partition_name(p.topic, p.partition_id) for p in load.hottest]
     series = Series("offsets", _SERIES_COLOURS[0], [float(p.offsets) for p in load.hottest],
-                    [f"{p.offsets:,} offsets, {p.chunks:,} chunks"
+                    [f"{plural(p.offsets, 'offset')}, {plural(p.chunks, 'chunk')}"
                      + (f", {format_bytes(p.bytes)}" if p.bytes is not None else "")
                      for p in load.hottest])
     return horizontal_bars(names, [series], label="hottest partitions by offsets",

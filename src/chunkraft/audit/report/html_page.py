@@ -33,6 +33,7 @@ from chunkraft.audit.report.text import (
     format_ms,
     format_ratio,
     partition_name,
+    plural,
     status_line,
     summary_rows,
 )
@@ -196,7 +197,7 @@ def _samples(report: AuditReport) -> str:
         rule = RULES_BY_ID[result.rule_id]
         shown = len(result.sample)
         parts.append(f"<h3>{_severity(rule.severity)} <code>{esc(rule.id)}</code>: "
-                     f"{esc(rule.title)}</h3><p class=\"muted\">{result.count:,} rows"
+                     f"{esc(rule.title)}</h3><p class=\"muted\">{plural(result.count, 'row')}"
                      + (f", the first {shown} shown" if shown < result.count else "")
                      + f". {esc(rule.description)}</p>")
         if result.sample:

@@ -21,6 +21,7 @@ from chunkraft.audit.report.text import (
     format_ms,
     format_ratio,
     partition_name,
+    plural,
     status_line,
     summary_rows,
     timeline_brokers,
@@ -78,8 +79,8 @@ def _samples(report: AuditReport) -> list[str]:
         rule = RULES_BY_ID[result.rule_id]
         shown = len(result.sample)
         lines += [f"### `{rule.id}` ({rule.severity.value}): {md(rule.title)}", "",
-                  f"{result.count:,} rows" + (f", the first {shown} below." if shown < result.count
-                                              else "."), ""]
+                  plural(result.count, "row")
+                  + (f", the first {shown} below." if shown < result.count else "."), ""]
         if result.sample:
             lines += _table(list(SAMPLE_COLUMNS),
                             ([md(row.get(column)) for column in SAMPLE_COLUMNS]

@@ -17,6 +17,7 @@ __all__ = [
     "format_ratio",
     "format_seconds",
     "partition_name",
+    "plural",
     "status_line",
     "summary_rows",
     "timeline_brokers",
@@ -54,6 +55,11 @@ def format_bytes(value: int | None) -> str:
             return f"{value:,} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     raise AssertionError("unreachable")
+
+
+def plural(count: int, word: str) -> str:
+    """``1 row``, ``2 rows``: the count with thousands separators and the word agreeing."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
 
 
 def format_ratio(value: float | None) -> str:

@@ -38,7 +38,7 @@ def test_samples_per_fired_rule_are_escaped_tables() -> None:
     assert "<script>" not in text and "<b>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "### `replicas.registered` (error)" in text
-    assert "1 rows." in text
+    assert "1 row." in text
 
 
 def test_load_and_diff_sections() -> None:
