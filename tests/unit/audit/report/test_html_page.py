@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from tests.unit.audit.report.builders import (
     EVIL,
     clean_report,
     diff_report,
+    rules,
+    violation,
     violations_report,
 )
 
@@ -128,3 +131,11 @@ def test_written_page_parses(tmp_path: Path) -> None:
     page.feed((tmp_path / "report.html").read_text(encoding="utf-8"))
     assert page.tags[0] == "html"
     assert "Changes since the previous snapshot" in "".join(page.text)
+
+
+def test_banner_is_orange_for_warnings_only_and_red_for_errors() -> None:
+    warnings_only = replace(clean_report(), rules=rules(
+        {"replicas.no_leader": [violation("replicas.no_leader", AMP, 0, 0)]}))
+    assert '<header class="banner warnings"' in render_html(warnings_only)
+    assert '<header class="banner violations"' in render_html(violations_report())
+    assert '<header class="banner clean"' in render_html(clean_report())
