@@ -103,3 +103,24 @@ def test_a_failed_allocation_is_retriable_and_backs_off(failure: str) -> None:
         assert await manager.next_id() == 0
 
     asyncio.run(scenario())
+
+
+def test_blocks_lists_the_current_and_the_prefetched_block_with_their_epochs() -> None:
+    async def scenario() -> None:
+        epoch = [7]
+        manager = ProducerIdManager(FakeController(), broker_id=2, broker_epoch=lambda: epoch[0])
+        assert manager.blocks() == []
+        await manager.next_id()
+        assert manager.blocks() == [(7, 0, 10)]
+        epoch[0] = 8
+        for _ in range(8):  # the 9th id of 10 starts the prefetch
+            await manager.next_id()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert manager.blocks() == [(7, 0, 10), (8, 10, 20)]
+        for _ in range(2):
+            await manager.next_id()
+        assert manager.blocks() == [(8, 10, 20)]
+        await manager.close()
+
+    asyncio.run(scenario())
