@@ -172,6 +172,7 @@ def test_broker_state_export_is_what_the_broker_holds(cluster: LocalCluster,
     assert done.returncode == 0, done.stderr
     manifest = Manifest.read(out)
     assert (manifest.kind, manifest.broker_id) == (ExportKind.BROKER_STATE, broker_id)
+    assert uuid.UUID(manifest.cluster_id) == parse_kafka_uuid(cluster.cluster_id)
     view = local_view()
     logs = {(r.topic, r.partition_id): r for r in read_rows(out, "local_logs")}
     assert set(logs) == {(p["topic"], p["partition"]) for p in view["partitions"]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,9 @@ from chunkraft.export.local_rows import (
 )
 from chunkraft.export.manifest import ExportError, ExportKind, Manifest
 from chunkraft.export.tables import BROKER_STATE_TABLES, TABLES_BY_NAME, records_to_table
+from chunkraft.records.uuids import parse_kafka_uuid
 
-__all__ = ["broker_state_rows", "export_broker_state"]
+__all__ = ["broker_state_rows", "cluster_id_text", "export_broker_state"]
 
 LOCAL_REPLICAS_PATH = "/broker/v1/local-replicas"
 
@@ -38,6 +40,20 @@ def _merge(row: LocalReplicaRow, first: int, last: int, size: int) -> LocalRepli
     low = first if row.first_offset_held < 0 else min(row.first_offset_held, first)
     return row._replace(first_offset_held=low, last_offset_held=max(row.last_offset_held, last),
                         bytes_held=row.bytes_held + size)
+
+
+def cluster_id_text(value: object) -> str:
+    """The cluster id as controller exports write it (``str(uuid)``), whether the broker gave
+    that form or Kafka's base64 one; other text as it is."""
+    text = str(value or "")
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        pass
+    try:
+        return str(parse_kafka_uuid(text))
+    except ValueError:
+        return text
 
 
 def broker_state_rows(answer: dict[str, Any]) -> dict[str, list[Any]]:
@@ -104,7 +120,7 @@ def export_broker_state(bootstrap: str, out: str | os.PathLike[str],
               for name, values in rows.items()}
     manifest = Manifest(
         kind=ExportKind.BROKER_STATE,
-        cluster_id=str(answer.get("cluster_id") or ""),
+        cluster_id=cluster_id_text(answer.get("cluster_id")),
         offset=int(answer["metadata_offset"]),
         epoch=int(answer.get("metadata_epoch", -1)),
         snapshot_time_ms=int(answer.get("time_ms") or time.time() * 1000),

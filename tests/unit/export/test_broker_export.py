@@ -4,6 +4,7 @@ broker's image, through the local-replicas answer, to the four tables."""
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,12 @@ import pytest
 from chunkraft.broker_agent.local_replicas import assigned_chunks, local_replicas
 from chunkraft.broker_agent.storage import LogConfig, UnifiedLog
 from chunkraft.dataplane.record_batch import build_batch
-from chunkraft.export.broker_export import broker_state_rows
+from chunkraft.export.broker_export import broker_state_rows, cluster_id_text
 from chunkraft.export.directory import write_export
 from chunkraft.export.local_rows import LocalReplicaRow, ProducerIdBlockRow
 from chunkraft.export.manifest import ExportKind, Manifest
 from chunkraft.export.tables import BROKER_STATE_TABLES, TABLES_BY_NAME, records_to_table
+from chunkraft.records.uuids import kafka_uuid_str
 from tests.unit.controller.operations.cluster_builders import (
     TOPIC_ID,
     chunk,
@@ -109,3 +111,10 @@ def test_the_rows_make_a_broker_state_export(answer: Any, tmp_path: Path) -> Non
     assert read.broker_id == 0 and read.tables["local_replicas"].rows == 4
     table = pq.read_table(tmp_path / "b0" / "local_replicas")
     assert table.schema == TABLES_BY_NAME["local_replicas"].schema
+
+
+def test_cluster_ids_are_written_as_controller_exports_write_them() -> None:
+    value = uuid.UUID("6d2a4f0e-0000-4000-8000-00000000c0de")
+    assert cluster_id_text(str(value)) == str(value)
+    assert cluster_id_text(kafka_uuid_str(value)) == str(value)
+    assert cluster_id_text("") == ""
