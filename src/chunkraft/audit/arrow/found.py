@@ -9,6 +9,7 @@ function that writes that line. Lines are written only for the rows that can be 
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from chunkraft.audit.arrow.columns import array
 from chunkraft.audit.arrow.read import Topics
 from chunkraft.audit.model import VIOLATION_COLUMNS, RuleResult
 
-__all__ = ["SAMPLE_ORDER", "Found", "found", "ids", "to_result"]
+__all__ = ["SAMPLE_ORDER", "Found", "fixed", "found", "ids", "to_result"]
 
 SAMPLE_ORDER = ("topic", "partition_id", "start_offset", "broker_id", "topic_id")
 """The sample's order (ascending, nulls first), then the detail line: as both engines sort."""
@@ -52,6 +53,14 @@ def found(rule_id: str, length: int, detail: Callable[[dict[str, Any]], str],
 def ids(values: Any) -> str:
     """A list of ids as Spark's ``array_join(..., ", ")`` writes it."""
     return ", ".join(str(v) for v in (values or []))
+
+
+def fixed(value: float, digits: int) -> str:
+    """``value`` as Spark's ``format_string("%.<digits>f")`` writes it: Java rounds the
+    shortest decimal form of the double half up (12.25 -> "12.3"; Python's own format gives
+    "12.2", rounding the binary value half even)."""
+    exact = decimal.Decimal(repr(float(value)))
+    return str(exact.quantize(decimal.Decimal(1).scaleb(-digits), decimal.ROUND_HALF_UP))
 
 
 def _null_first(value: Any) -> tuple[bool, Any]:

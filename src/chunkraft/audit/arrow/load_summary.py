@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chunkraft.audit.arrow.columns import array
-from chunkraft.audit.arrow.found import Found, found
+from chunkraft.audit.arrow.found import Found, fixed, found
 from chunkraft.audit.arrow.read import BrokerStates, Snapshot, Topics
 from chunkraft.audit.inputs import AuditSettings
 from chunkraft.audit.model import BrokerLoad, LoadSummary, PartitionHeat, RackLoad
@@ -137,6 +137,7 @@ def skew_rule(load: LoadSummary, settings: AuditSettings) -> Found:
     if counts and mean >= settings.min_mean_for_skew:
         hot = [b for b, n in sorted(counts.items()) if n > settings.max_skew * mean]
     return found("load.skew", len(hot), lambda r: (
-        f"{r['replicas']} chunk replicas, {r['replicas'] / mean:.1f}x the mean of {mean:.1f}"),
+        f"holds {r['replicas']} chunk replicas, {fixed(r['replicas'] / mean, 2)}x the mean of "
+        f"{fixed(mean, 1)} (limit {fixed(settings.max_skew, 2)}x)"),
         broker_id=pa.array(hot, pa.int32()),
         replicas=pa.array([counts[b] for b in hot], pa.int64()))
