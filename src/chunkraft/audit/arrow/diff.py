@@ -73,7 +73,7 @@ def diff(snap: Snapshot, prev: Snapshot, topics: Topics, previous: ExportSummary
         tcode = t["tcode"].take(rows)
         data = {
             "topic": names.take(tcode),
-            "topic_id": t["topic_id"].take(rows),
+            "topic_id": topics.ids.take(tcode),
             "partition_id": (pa.nulls(n, pa.int32()) if topic_level
                              else t["partition_id"].take(rows)),
             "start_offset": t["start_offset"].take(rows) if chunks else pa.nulls(n, pa.int64()),

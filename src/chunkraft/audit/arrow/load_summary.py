@@ -72,15 +72,22 @@ def hottest_order(snap: Snapshot, topics: Topics, limit: int,
     p, c = snap.partitions, snap.chunks
     if p.num_rows == 0 or limit <= 0:
         return []
-    per = pa.table({"pkey": c["pkey"], "offsets": chunk_offsets(snap)}).group_by(
-        "pkey", use_threads=False).aggregate([("offsets", "sum"), ("offsets", "count")])
-    at = pc.index_in(p["pkey"], value_set=array(per["pkey"]))
-    offsets = pc.fill_null(array(per["offsets_sum"]).take(at), 0)
-    counts = pc.fill_null(array(per["offsets_count"]).take(at), 0)
+    if "heat" not in snap.cache:
+        per = pa.table({"pkey": c["pkey"], "offsets": chunk_offsets(snap)}).group_by(
+            "pkey", use_threads=False).aggregate([("offsets", "sum"), ("offsets", "count")])
+        at = pc.index_in(p["pkey"], value_set=array(per["pkey"]))
+        snap.cache["heat"] = (pc.fill_null(array(per["offsets_sum"]).take(at), 0),
+                              pc.fill_null(array(per["offsets_count"]).take(at), 0))
+    offsets, counts = snap.cache["heat"]
     names = topics.names.take(p["tcode"])
     table = pa.table({"offsets": offsets, "chunks": counts, "topic": names,
-                      "topic_id": p["topic_id"], "partition_id": p["partition_id"],
+                      "topic_id": topics.ids.take(p["tcode"]), "partition_id": p["partition_id"],
                       "row": pa.array(range(p.num_rows), pa.int64())})
+    if table.num_rows > limit:
+        # only rows with at least the limit-th largest offsets can be among the hottest
+        top_k = pc.select_k_unstable(offsets, limit, sort_keys=[("dummy", "descending")])
+        floor = pc.min(offsets.take(top_k)).as_py()
+        table = table.filter(pc.greater_equal(table["offsets"], floor))
     order = pc.sort_indices(table, sort_keys=[
         ("offsets", "descending"), ("chunks", "descending"), ("topic", "ascending", "at_start"),
         ("topic_id", "ascending"), ("partition_id", "ascending")])

@@ -8,7 +8,8 @@ start offset): the window checks then compare neighbouring rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,17 +28,28 @@ _PARTITION_COLUMNS = ("topic_id", "partition_id", "replicas", "isr", "removing_r
                       "prior_partition_epochs")
 
 
-def read_table(export: ExportInput, name: str,
-               columns: tuple[str, ...] | None = None) -> pa.Table:
-    """Table ``name`` of an export (its files as the manifest lists them), empty if absent."""
+def read_table(export: ExportInput, name: str, columns: tuple[str, ...] | None = None,
+               dictionary: tuple[str, ...] = ()) -> pa.Table:
+    """Table ``name`` of an export (its files as the manifest lists them), empty if absent.
+
+    Columns named in ``dictionary`` stay dictionary-encoded as Parquet stores them (a topic
+    id repeated over millions of chunks costs an index, not 36 characters); the others are
+    cast to the declared schema.
+    """
     schema = TABLES_BY_NAME[name].schema
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     entry = export.manifest.tables.get(name)
     if entry is None or not entry.files:
-        return schema.empty_table()
-    parts = [pq.read_table(export.path / f, columns=list(schema.names)) for f in entry.files]
-    return pa.concat_tables(parts).cast(schema) if len(parts) > 1 else parts[0].cast(schema)
+        table = schema.empty_table()
+        parts = [table]
+    else:
+        parts = [pq.read_table(export.path / f, columns=list(schema.names),
+                               read_dictionary=list(dictionary) or None) for f in entry.files]
+    target = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                        if f.name in dictionary else f for f in schema])
+    parts = [part if part.schema == target else part.cast(target) for part in parts]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
 @dataclass(frozen=True)
@@ -48,8 +60,19 @@ class Topics:
     ids: pa.Array
     names: pa.Array
 
-    def code_of(self, topic_ids: pa.Array) -> pa.Array:
-        return pc.cast(pc.index_in(topic_ids, value_set=self.ids), pa.int64())
+    def code_of(self, topic_ids: Any) -> pa.Array:
+        """The code of each topic id (null if unknown); dictionary arrays are looked up by
+        their dictionary, then expanded through their indices."""
+        if isinstance(topic_ids, pa.ChunkedArray):
+            if not pa.types.is_dictionary(topic_ids.type):
+                topic_ids = array(topic_ids)
+            else:
+                parts = [self.code_of(chunk) for chunk in topic_ids.chunks]
+                return (pa.concat_arrays(parts) if parts else pa.array([], pa.int64()))
+        if pa.types.is_dictionary(topic_ids.type):
+            codes = pc.cast(pc.index_in(topic_ids.dictionary, value_set=self.ids), pa.int64())
+            return array(codes.take(topic_ids.indices))
+        return array(pc.cast(pc.index_in(topic_ids, value_set=self.ids), pa.int64()))
 
 
 @dataclass
@@ -75,6 +98,7 @@ class Snapshot:
     c_isr: Slots
     c_adding: Slots
     c_removing: Slots
+    cache: dict[str, Any] = field(default_factory=dict)  # derived arrays several parts use
 
     @property
     def time_ms(self) -> int:
@@ -96,8 +120,8 @@ def _raw(export: ExportInput) -> dict[str, pa.Table]:
     return {
         "brokers": read_table(export, "brokers", ("broker_id", "broker_epoch", "rack", "fenced")),
         "topics": read_table(export, "topics"),
-        "partitions": read_table(export, "partitions", _PARTITION_COLUMNS),
-        "chunks": read_table(export, "chunks", _CHUNK_COLUMNS),
+        "partitions": read_table(export, "partitions", _PARTITION_COLUMNS, ("topic_id",)),
+        "chunks": read_table(export, "chunks", _CHUNK_COLUMNS, ("topic_id",)),
         "producer_ids": read_table(export, "producer_ids"),
     }
 
@@ -109,13 +133,16 @@ def _keyed(export: ExportInput, raw: dict[str, pa.Table], topics: Topics) -> Sna
     p_code = topics.code_of(p["topic_id"])
     p = p.append_column("tcode", p_code).append_column(
         "pkey", partition_key(p_code, p["partition_id"]))
-    c = raw["chunks"]
-    c_code = topics.code_of(c["topic_id"])
+    c = raw["chunks"].drop_columns(["topic_id"])  # the code replaces it
+    c_code = topics.code_of(raw["chunks"]["topic_id"])
     c = c.append_column("tcode", c_code).append_column(
         "pkey", partition_key(c_code, c["partition_id"]))
-    order = pc.sort_indices(c, sort_keys=[("pkey", "ascending"), ("start_offset", "ascending")])
-    c = c.take(order).combine_chunks()
-    p = p.combine_chunks()
+    c = c.combine_chunks()
+    if not _in_order(c):  # exports keep the snapshot's order, usually already sorted
+        order = pc.sort_indices(c, sort_keys=[("pkey", "ascending"),
+                                              ("start_offset", "ascending")])
+        c = pa.table({name: array(c[name]).take(order) for name in c.column_names})
+    p = p.drop_columns(["topic_id"]).combine_chunks()
     where = array(pc.index_in(c["pkey"], value_set=array(p["pkey"])))
     return Snapshot(
         export=export, brokers=raw["brokers"].combine_chunks(), topics=t.combine_chunks(),
@@ -127,10 +154,27 @@ def _keyed(export: ExportInput, raw: dict[str, pa.Table], topics: Topics) -> Sna
     )
 
 
+def _in_order(chunks: pa.Table) -> bool:
+    """The chunks are sorted by (pkey, start_offset), strictly."""
+    n = chunks.num_rows
+    if n < 2:
+        return True
+    key, start = array(chunks["pkey"]), array(chunks["start_offset"])
+    k0, k1 = key.slice(0, n - 1), key.slice(1)
+    later = pc.or_(pc.greater(k1, k0),
+                   pc.and_(pc.equal(k1, k0), pc.greater(start.slice(1), start.slice(0, n - 1))))
+    return bool(pc.all(pc.fill_null(later, False)).as_py())
+
+
 def _topics(raws: list[dict[str, pa.Table]]) -> Topics:
+    def distinct(column: pa.ChunkedArray) -> list[pa.Array]:
+        if pa.types.is_dictionary(column.type):
+            return [array(pc.unique(chunk.dictionary)) for chunk in column.chunks]
+        return [array(pc.unique(column))] if len(column) else []
+
     ids = pa.chunked_array(
         [chunk for raw in raws for name in ("topics", "partitions", "chunks")
-         for chunk in raw[name]["topic_id"].chunks], pa.string())
+         for chunk in distinct(raw[name]["topic_id"])], pa.string())
     universe = array(pc.unique(ids)) if len(ids) else pa.array([], pa.string())
     # one name per id: the smallest of the current snapshot's topics rows with that id
     first = raws[0]["topics"]
