@@ -1,0 +1,53 @@
+"""Suite-wide: with pytest-xdist, the tests that start real processes run one after the other.
+
+``scripts/test`` runs pytest with two pytest-xdist workers and ``--dist loadgroup``. Here that
+mode schedules every test under ``tests/integration`` and ``tests/e2e`` (controller quorums,
+broker agents, the CLI as a subprocess, timing checks) as ONE work unit: one worker runs them
+all, serially and in file order, exactly as a plain ``pytest`` run does (module-scoped clusters
+included), while the other worker runs the unit and property tests (in-process, no fixed ports
+or shared paths), one test at a time as it asks for more. The biggest unit goes out first.
+
+Why not xdist's own ``xdist_group`` marks: pytest-xdist 3.8 groups by appending ``@group`` to
+``item._nodeid``, which pytest 9.2's node ids no longer read, so the marks group nothing. The
+grouping is by path instead, on the node ids the scheduler sees. Without xdist installed, or
+with ``-n 0``, nothing here takes effect.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+PROCESS_GROUP = "processes"
+"""The work unit of the tests that start real processes."""
+PROCESS_DIRS = ("tests/integration/", "tests/e2e/")
+"""Node ids (relative to the repository) of the tests in :data:`PROCESS_GROUP`."""
+
+
+def scope_of(nodeid: str) -> str:
+    """The work unit of a test: :data:`PROCESS_GROUP` for the tests that start real
+    processes, else the test itself (so the other worker takes tests one by one)."""
+    return PROCESS_GROUP if nodeid.startswith(PROCESS_DIRS) else nodeid
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pragma: no cover - xdist is in the dev extra
+    pass
+else:
+    if TYPE_CHECKING:
+        from xdist.remote import Producer
+
+    class ProcessGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """xdist's scope scheduling with the scopes of :func:`scope_of`: the process tests
+        are one unit, sent whole to one worker; every other test is a unit of its own."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Any:
+        if config.getvalue("dist") != "loadgroup":
+            return None  # xdist's own scheduler for the other modes
+        return ProcessGroupScheduling(config, log)
