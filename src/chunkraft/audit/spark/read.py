@@ -1,0 +1,47 @@
+"""Reading export directories into DataFrames, always with the declared schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession
+
+from chunkraft.audit.inputs import AuditInputs, ExportInput
+from chunkraft.audit.spark.schemas import spark_schema
+from chunkraft.export.tables import BROKER_STATE_TABLES, CONTROLLER_TABLES
+
+__all__ = ["SnapshotFrames", "read_snapshot", "read_states", "read_table"]
+
+
+def read_table(spark: SparkSession, export: ExportInput, table: str) -> DataFrame:
+    """One table of an export, with its declared schema (no inference pass)."""
+    return spark.read.schema(spark_schema(table)).parquet(str(export.table_path(table)))
+
+
+@dataclass(frozen=True)
+class SnapshotFrames:
+    """The tables of one controller snapshot."""
+
+    brokers: DataFrame
+    topics: DataFrame
+    partitions: DataFrame
+    chunks: DataFrame
+    producer_ids: DataFrame
+    acls: DataFrame
+
+
+def read_snapshot(spark: SparkSession, export: ExportInput) -> SnapshotFrames:
+    """Every table of a controller-snapshot export."""
+    frames = {spec.name: read_table(spark, export, spec.name) for spec in CONTROLLER_TABLES}
+    return SnapshotFrames(**frames)
+
+
+def read_states(spark: SparkSession, inputs: AuditInputs) -> dict[str, DataFrame]:
+    """Each broker-state table, unioned over every broker's export (empty without any)."""
+    frames: dict[str, DataFrame] = {}
+    for spec in BROKER_STATE_TABLES:
+        parts = [read_table(spark, state, spec.name) for state in inputs.broker_states]
+        frames[spec.name] = (reduce(DataFrame.unionByName, parts) if parts
+                             else spark.createDataFrame([], spark_schema(spec.name)))
+    return frames
