@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from chunkraft.cli import (
     acls,
+    audit,
     broker,
     chunks,
     cluster,
@@ -37,6 +38,7 @@ Register = Callable[["Subcommands"], None]
 COMMANDS: tuple[Register, ...] = (
     cluster.register, controller.register, broker.register, demo.register,
     topics.register, chunks.register, acls.register, produce.register, consume.register,
+    audit.register,
 )
 """Top-level subcommands: ``chunkraft NAME``."""
 

@@ -1,0 +1,121 @@
+"""The audit job: ``chunkraft audit ...`` and ``spark-submit deploy/spark/audit_job.py ...``.
+
+Exit status: 0 when no rule at least ``--fail-on`` fired, 1 when one did, 2 when the job
+itself failed (bad input, Spark failure): then one line goes to stderr and, if ``--report``
+is writable, ``report.json`` says ``"status": "error"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from chunkraft.audit.catalog import Severity
+from chunkraft.audit.inputs import AuditInputError, AuditInputs, AuditSettings
+from chunkraft.audit.model import AuditReport
+
+__all__ = ["add_arguments", "build_parser", "main", "parse_duration", "run"]
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds of ``10m``, ``30s``, ``2h``, ``1d``, ``500ms`` (a bare number: seconds)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30s, 10m, 2h)")
+    return int(float(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+def _conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--conf wants KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job's flags (shared by the CLI subcommand and the spark-submit entry point)."""
+    defaults = AuditSettings()
+    parser.add_argument("--snapshot", required=True, help="controller snapshot export to audit")
+    parser.add_argument("--previous", help="an earlier snapshot export of the same cluster")
+    parser.add_argument("--brokers-state", nargs="+", default=[], metavar="DIR",
+                        help="brokers' local state exports")
+    parser.add_argument("--master", help="Spark master URL (default: spark-submit's, or "
+                                         "local[*])")
+    parser.add_argument("--engine", choices=("spark", "arrow"), default="spark")
+    parser.add_argument("--report", type=Path, help="directory for report.json/.md/.html")
+    parser.add_argument("--sample-size", type=int, default=defaults.sample_size)
+    parser.add_argument("--fenced-threshold", type=parse_duration,
+                        default=defaults.fenced_threshold_ms, help="e.g. 10m")
+    parser.add_argument("--stuck-move-threshold", type=parse_duration,
+                        default=defaults.stuck_move_threshold_ms, help="e.g. 30m")
+    parser.add_argument("--max-skew", type=float, default=defaults.max_skew)
+    parser.add_argument("--fail-on", choices=("error", "warning"), default="warning")
+    parser.add_argument("--conf", type=_conf, action="append", default=[], metavar="K=V",
+                        help="a Spark setting (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chunkraft audit",
+                                     description="Audit a controller snapshot export.")
+    add_arguments(parser)
+    return parser
+
+
+def _audit(args: argparse.Namespace) -> AuditReport:
+    inputs = AuditInputs.load(args.snapshot, args.previous, tuple(args.brokers_state))
+    settings = AuditSettings(sample_size=args.sample_size,
+                             fenced_threshold_ms=args.fenced_threshold,
+                             stuck_move_threshold_ms=args.stuck_move_threshold,
+                             max_skew=args.max_skew)
+    if args.engine == "arrow":
+        from chunkraft.audit.arrow.runner import run_audit as run_arrow
+
+        return run_arrow(inputs, settings)
+    from chunkraft.audit.spark.runner import run_audit as run_spark
+    from chunkraft.audit.spark.session import build_session
+
+    spark = build_session(args.master, dict(args.conf))
+    return run_spark(spark, inputs, settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs the audit of parsed ``args``; returns the exit status (0, 1 or 2)."""
+    try:
+        report = _audit(args)
+    except AuditInputError as error:
+        return _fail(args, str(error))
+    except Exception as error:  # a Spark or I/O failure: the scheduler must see status 2
+        first = str(error).splitlines()[0] if str(error) else ""
+        return _fail(args, f"{type(error).__name__}: {first}")
+    if args.report is not None:
+        from chunkraft.audit.report import write_reports
+
+        write_reports(report, args.report)
+    status = report.exit_code(Severity(args.fail_on))
+    fired = [f"{r.rule_id} ({r.count})" for r in report.rules if r.count]
+    print(f"audit: {'violations: ' + ', '.join(fired) if fired else 'clean'}"
+          f"{'' if args.report is None else f'; report in {args.report}'}")
+    return status
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    print(f"chunkraft audit: error: {message}", file=sys.stderr)
+    if args.report is not None:
+        try:
+            from chunkraft.audit.report import write_error_report
+
+            write_error_report(args.report, message, engine=args.engine,
+                               snapshot_path=args.snapshot)
+        except OSError as error:
+            print(f"chunkraft audit: cannot write the error report: {error}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The spark-submit entry point's main: parses ``argv`` and runs the audit."""
+    return run(build_parser().parse_args(argv))

@@ -1,0 +1,44 @@
+"""The audit job's flags, exit statuses (0 clean, 1 violations, 2 job error) and reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from chunkraft.audit.job import main, parse_duration
+from tests.support.audit_snapshots import CORRUPTIONS, clean_records, write_snapshot_export
+
+
+def test_durations() -> None:
+    assert parse_duration("10m") == 600_000
+    assert parse_duration("30s") == 30_000
+    assert parse_duration("2h") == 7_200_000
+    assert parse_duration("250ms") == 250
+    with pytest.raises(Exception, match="not a duration"):
+        parse_duration("ten minutes")
+
+
+def test_a_bad_input_directory_exits_2_with_one_clear_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    assert main(["--snapshot", str(tmp_path / "nowhere"), "--report", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--snapshot" in err[0] and "no such directory" in err[0]
+    assert json.loads((out / "report.json").read_text())["status"] == "error"
+
+
+def test_clean_exits_0_and_violations_exit_1(spark: SparkSession, tmp_path: Path) -> None:
+    clean = write_snapshot_export(tmp_path / "clean", clean_records(), offset=10,
+                                  time_ms=1_000)
+    assert main(["--snapshot", str(clean), "--report", str(tmp_path / "r0")]) == 0
+    assert json.loads((tmp_path / "r0" / "report.json").read_text())["status"] == "clean"
+    bad = write_snapshot_export(tmp_path / "bad", CORRUPTIONS["chunks.contiguous"]().records,
+                                offset=10, time_ms=1_000)
+    assert main(["--snapshot", str(bad), "--report", str(tmp_path / "r1")]) == 1
+    # A warning-only failure passes with --fail-on error.
+    ts = write_snapshot_export(tmp_path / "ts", CORRUPTIONS["chunks.timestamps"]().records,
+                               offset=10, time_ms=1_000)
+    assert main(["--snapshot", str(ts), "--fail-on", "error"]) == 0
