@@ -9,12 +9,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from chunkraft.audit.inputs import AuditInputs, AuditSettings
+from chunkraft.audit.model import AuditReport
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from tests.support.audit_snapshots import Scenario
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +39,48 @@ def spark() -> Iterator[SparkSession]:
     })
     yield session
     session.stop()
+
+
+class ScenarioAudits:
+    """Each shared scenario's exports and Spark report, made once per test session.
+
+    A Spark audit costs seconds even on the tiny fixtures, so the rule tests and the
+    engines' agreement test read the same reports instead of each auditing every scenario.
+    Scenario names are ``clean`` and the rule ids of ``CORRUPTIONS``; a ``settings`` override
+    is a different audit and is cached under its own key.
+    """
+
+    def __init__(self, spark: SparkSession, root: Path) -> None:
+        self.spark = spark
+        self.root = root
+        self._inputs: dict[str, AuditInputs] = {}
+        self._reports: dict[tuple[str, AuditSettings | None], AuditReport] = {}
+
+    @staticmethod
+    def scenario(name: str) -> Scenario:
+        from tests.support.audit_snapshots import CORRUPTIONS, clean_scenario
+
+        return clean_scenario() if name == "clean" else CORRUPTIONS[name]()
+
+    def inputs(self, name: str) -> AuditInputs:
+        if name not in self._inputs:
+            from tests.support.audit_snapshots import write_scenario
+
+            self._inputs[name] = write_scenario(self.scenario(name),
+                                                self.root / name.replace(".", "_"))
+        return self._inputs[name]
+
+    def report(self, name: str, settings: AuditSettings | None = None) -> AuditReport:
+        key = (name, settings)
+        if key not in self._reports:
+            from chunkraft.audit.spark.runner import run_audit
+
+            chosen = settings if settings is not None else self.scenario(name).settings
+            self._reports[key] = run_audit(self.spark, self.inputs(name), chosen)
+        return self._reports[key]
+
+
+@pytest.fixture(scope="session")
+def scenario_audits(spark: SparkSession,
+                    tmp_path_factory: pytest.TempPathFactory) -> ScenarioAudits:
+    return ScenarioAudits(spark, tmp_path_factory.mktemp("scenarios"))

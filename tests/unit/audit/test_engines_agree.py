@@ -1,8 +1,8 @@
 """The Spark engine and the pyarrow engine agree: same counts, samples, load summary, timelines
 and diff, on the clean scenario and on every corruption of tests/support/audit_snapshots.
 
-The one place the two engines are compared. Every scenario's exports are written first and
-audited by Spark in one pass over the shared session, so the JVM costs one start.
+The one place the two engines are compared. The Spark reports are the session's shared ones
+(``scenario_audits`` in conftest.py), which the Spark rule tests read too.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chunkraft.audit.arrow import run_audit as arrow_audit
-from chunkraft.audit.inputs import AuditInputs
 from chunkraft.audit.model import AuditReport
-from tests.support.audit_snapshots import CORRUPTIONS, Scenario, clean_scenario, write_scenario
+from tests.support.audit_snapshots import CORRUPTIONS, Scenario, clean_scenario
+from tests.unit.audit.conftest import ScenarioAudits
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
 SCENARIOS: dict[str, Scenario] = {"clean": clean_scenario(),
                                   **{rule: make() for rule, make in sorted(CORRUPTIONS.items())}}
@@ -56,48 +56,29 @@ def _differences(a: Any, b: Any, where: str = "") -> list[str]:
     return [] if _close(a, b) else [f"{where}: spark {a!r}, arrow {b!r}"]
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AuditInputs]:
-    root = tmp_path_factory.mktemp("engines")
-    return {name: write_scenario(scenario, root / name.replace(".", "_"))
-            for name, scenario in SCENARIOS.items()}
+CUT_SCENARIO = "replicas.count"
+"""Audited once more with a sample of 2, so both engines are seen cutting a sample."""
 
 
-@pytest.fixture(scope="module")
-def spark_reports(spark: SparkSession, inputs: dict[str, AuditInputs]) -> _SparkReports:
-    return _SparkReports(spark, inputs)
-
-
-class _SparkReports:
-    """Each scenario's Spark report, computed when a test first asks (so ``-k`` runs few)."""
-
-    def __init__(self, spark: SparkSession, inputs: dict[str, AuditInputs]) -> None:
-        self.spark = spark
-        self.inputs = inputs
-        self.reports: dict[str, AuditReport] = {}
-
-    def __getitem__(self, name: str) -> AuditReport:
-        if name not in self.reports:
-            from chunkraft.audit.spark.runner import run_audit as spark_audit
-
-            self.reports[name] = spark_audit(self.spark, self.inputs[name], _settings(name))
-        return self.reports[name]
-
-
-def _settings(name: str) -> Any:
-    # a sample of 3: small enough that the larger corruptions also test the sample's cut
-    return replace(SCENARIOS[name].settings, sample_size=3, diff_sample_size=3)
-
-
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_engines_agree(name: str, inputs: dict[str, AuditInputs],
-                       spark_reports: _SparkReports) -> None:
-    spark = spark_reports[name]
-    arrow = arrow_audit(inputs[name], _settings(name))
+def _compare(spark: AuditReport, arrow: AuditReport) -> None:
     assert (spark.engine, arrow.engine) == ("spark", "arrow")
     assert {r.rule_id: r.count for r in spark.rules} == {r.rule_id: r.count for r in arrow.rules}
     differences = _differences(_comparable(spark), _comparable(arrow))
     assert differences == [], "\n".join(differences)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_engines_agree(name: str, scenario_audits: ScenarioAudits) -> None:
+    _compare(scenario_audits.report(name),
+             arrow_audit(scenario_audits.inputs(name), SCENARIOS[name].settings))
+
+
+def test_engines_cut_samples_alike(scenario_audits: ScenarioAudits) -> None:
+    settings = replace(SCENARIOS[CUT_SCENARIO].settings, sample_size=2, diff_sample_size=2)
+    spark = scenario_audits.report(CUT_SCENARIO, settings)
+    fired = next(r for r in spark.rules if r.rule_id == CUT_SCENARIO)
+    assert fired.count > len(fired.sample) == 2
+    _compare(spark, arrow_audit(scenario_audits.inputs(CUT_SCENARIO), settings))
 
 
 def test_every_scenario_is_compared() -> None:

@@ -4,32 +4,27 @@ input are skipped."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from pyspark.sql import SparkSession
 
 from chunkraft.audit.catalog import RULES
-from chunkraft.audit.inputs import AuditInputs, AuditSettings
+from chunkraft.audit.inputs import AuditInputs
 from chunkraft.audit.model import VIOLATION_COLUMNS, AuditReport
-from chunkraft.audit.spark.runner import run_audit
 from tests.support.audit_snapshots import (
     CORRUPTIONS,
-    clean_scenario,
     sorted_keys,
     violation_key,
-    write_scenario,
 )
+from tests.unit.audit.conftest import ScenarioAudits
 
 
 @pytest.fixture(scope="module")
-def clean_inputs(tmp_path_factory: pytest.TempPathFactory) -> AuditInputs:
-    return write_scenario(clean_scenario(), tmp_path_factory.mktemp("clean"))
+def clean_inputs(scenario_audits: ScenarioAudits) -> AuditInputs:
+    return scenario_audits.inputs("clean")
 
 
 @pytest.fixture(scope="module")
-def clean_report(spark: SparkSession, clean_inputs: AuditInputs) -> AuditReport:
-    return run_audit(spark, clean_inputs, AuditSettings())
+def clean_report(scenario_audits: ScenarioAudits) -> AuditReport:
+    return scenario_audits.report("clean")
 
 
 def test_the_clean_cluster_fires_nothing(clean_report: AuditReport) -> None:
@@ -41,9 +36,9 @@ def test_the_clean_cluster_fires_nothing(clean_report: AuditReport) -> None:
 
 @pytest.mark.parametrize("rule_id", list(CORRUPTIONS))
 def test_a_corruption_fires_its_rule_with_exactly_its_rows(
-        spark: SparkSession, tmp_path: Path, rule_id: str) -> None:
+        scenario_audits: ScenarioAudits, rule_id: str) -> None:
     scenario = CORRUPTIONS[rule_id]()
-    report = run_audit(spark, write_scenario(scenario, tmp_path), scenario.settings)
+    report = scenario_audits.report(rule_id)
     by_id = {r.rule_id: r for r in report.rules}
     others = {r.rule_id: r.sample for r in report.rules if r.rule_id != rule_id and r.count}
     assert others == {}
