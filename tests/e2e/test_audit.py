@@ -8,7 +8,8 @@ is exported, so the audits (Spark, the JVM) do not share the machine with it.
 - ``chunkraft audit`` (Spark engine) as a process on that export: exit 0, the three report
   files, ``report.json`` clean.
 - A crafted bad snapshot (the export with one chunk's StartOffset moved, rewritten with
-  ``write_export``): exit 1, and ``chunks.contiguous`` names exactly that chunk.
+  ``write_export``), audited through ``spark-submit`` with deploy/spark/submit-local.sh: exit
+  1, and ``chunks.contiguous`` names exactly that chunk.
 """
 
 from __future__ import annotations
@@ -202,12 +203,26 @@ def corrupt(source: Path, target: Path, *, partition: int, start: int, new_start
                         tables, CONTROLLER_TABLES)
 
 
+def submit(snapshot: Path, report: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                   dict[str, Any]]:
+    """The audit through ``spark-submit``, with the example of deploy/spark/ as written."""
+    script = Path(__file__).resolve().parents[2] / "deploy" / "spark" / "submit-local.sh"
+    env = {**os.environ, "MASTER": "local[1]", "PYTHON": sys.executable}
+    done = subprocess.run(
+        ["bash", str(script), "--snapshot", str(snapshot), "--report", str(report),
+         "--conf", "spark.sql.shuffle.partitions=2"],
+        capture_output=True, text=True, timeout=AUDIT_TIMEOUT, env=env, check=False)
+    value = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    return done, value
+
+
 def test_a_crafted_bad_snapshot_fails_with_the_right_row(exported: Exported,
                                                          tmp_path: Path) -> None:
+    """Audited through spark-submit (deploy/spark/submit-local.sh), as a scheduler would."""
     _, second = exported.cut_at
     bad = corrupt(exported.directory, tmp_path / "bad", partition=0, start=second,
                   new_start=second + 5)
-    done, value = audit(bad, tmp_path / "report")
+    done, value = submit(bad, tmp_path / "report")
     assert done.returncode == 1, f"{done.stdout}\n{done.stderr[-3000:]}"
     assert value["status"] == "violations"
     fired = {r["rule_id"]: r for r in value["rules"] if r["count"]}
