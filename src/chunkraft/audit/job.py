@@ -8,6 +8,7 @@ is writable, ``report.json`` says ``"status": "error"``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from collections.abc import Sequence
@@ -92,11 +93,12 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:  # a Spark or I/O failure: the scheduler must see status 2
         first = str(error).splitlines()[0] if str(error) else ""
         return _fail(args, f"{type(error).__name__}: {first}")
+    report = dataclasses.replace(report, fail_on=Severity(args.fail_on))
     if args.report is not None:
         from chunkraft.audit.report import write_reports
 
         write_reports(report, args.report)
-    status = report.exit_code(Severity(args.fail_on))
+    status = report.exit_code()
     fired = [f"{r.rule_id} ({r.count})" for r in report.rules if r.count]
     print(f"audit: {'violations: ' + ', '.join(fired) if fired else 'clean'}"
           f"{'' if args.report is None else f'; report in {args.report}'}")

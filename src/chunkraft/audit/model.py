@@ -186,20 +186,23 @@ class AuditReport:
     diff: DiffSummary | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    fail_on: Severity = Severity.WARNING  # the job's --fail-on: what status and exit code count
     schema_version: int = REPORT_SCHEMA_VERSION
 
     def violations(self, at_least: Severity = Severity.WARNING) -> int:
         """Violating rows of rules at least this severe."""
         return sum(r.count for r in self.rules if r.severity.rank >= at_least.rank)
 
-    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
-        """0 when no rule at least ``fail_on`` fired, else 1 (2 is for job errors)."""
-        return 1 if self.violations(fail_on) > 0 else 0
+    def exit_code(self, fail_on: Severity | None = None) -> int:
+        """0 when no rule at least ``fail_on`` (default: the report's) fired, else 1 (2 is for
+        job errors)."""
+        return 1 if self.violations(fail_on or self.fail_on) > 0 else 0
 
     def to_json(self) -> dict[str, Any]:
         value = asdict(self)
         for rule, result in zip(value["rules"], self.rules, strict=True):
             rule["severity"] = result.severity.value
             rule["title"] = RULES_BY_ID[result.rule_id].title
+        value["fail_on"] = self.fail_on.value
         value["status"] = "violations" if self.exit_code() else "clean"
         return value

@@ -50,3 +50,13 @@ def test_json_names_each_rule_with_severity_and_title_and_is_serializable() -> N
     assert rule["severity"] == "error" and rule["count"] == 1
     assert rule["title"] == "replica count = the replication factor"
     assert value["schema_version"] == 1 and value["engine"] == "spark"
+
+
+def test_status_follows_fail_on_as_the_exit_code_does() -> None:
+    from dataclasses import replace
+
+    report = replace(_report({"load.skew": 1}), fail_on=Severity.ERROR)
+    assert report.exit_code() == 0
+    value = report.to_json()
+    assert (value["status"], value["fail_on"]) == ("clean", "error")
+    assert next(r for r in value["rules"] if r["rule_id"] == "load.skew")["count"] == 1
