@@ -1,21 +1,35 @@
-"""What every rule reads: the snapshot's frames, derived frames computed once, the settings.
+"""What every rule reads: the snapshot's frames, the small tables on the driver, and the one
+partition-sequence frame most rules, the load summary and the timelines share.
 
-Derived frames are built lazily and memoised, so a rule asks for ``ctx.chunk_facts`` and the
-window over each partition's chunks is planned once, whichever rules use it.
+Spark pays per stage, not per row, on small inputs, and recomputes any frame several actions
+use unless it is persisted. So the audit is a few fused passes:
+
+- the small dimension tables (brokers, topics, producer ids: thousands of rows at most) are
+  collected once and used as literals or job-free broadcast relations instead of shuffled joins;
+- :attr:`Context.sequence` is every inactive chunk and every partition (as its active chunk) in
+  one frame, shuffled once by topic id, with every window the rules need (the previous chunk
+  along the partition, the partition's RF and chunk count, the topic's RF and partition ids)
+  computed by window operators that share that one exchange; it is persisted, because the
+  rules, the broker load, the hottest partitions and the timelines all read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from chunkraft.audit.inputs import AuditInputs, AuditSettings
 from chunkraft.audit.spark.read import SnapshotFrames, read_snapshot, read_states
 
-__all__ = ["Context", "violation"]
+__all__ = ["VIOLATION_STRUCT", "BrokerInfo", "Context", "candidate", "violation"]
+
+VIOLATION_STRUCT = ("rule_id", "partition_id", "start_offset", "broker_id", "detail")
+"""The fields of a violation struct built by :func:`candidate` (the row gives ``topic_id``)."""
 
 
 def violation(frame: DataFrame, rule_id: str, *, detail: Column,
@@ -35,24 +49,82 @@ def violation(frame: DataFrame, rule_id: str, *, detail: Column,
     )
 
 
+def candidate(condition: Column, rule_id: str, detail: Column, *,
+              partition_id: Column | None = None, start_offset: Column | None = None,
+              broker_id: Column | None = None) -> Column:
+    """A violation struct when ``condition`` holds on the row, else null (see
+    :func:`Context.sequence_violations`, which keeps the non-null ones of every rule)."""
+    def typed(column: Column | None, kind: str) -> Column:
+        return (F.lit(None) if column is None else column).cast(kind)
+
+    return F.when(condition, F.struct(
+        F.lit(rule_id).alias("rule_id"), typed(partition_id, "int").alias("partition_id"),
+        typed(start_offset, "bigint").alias("start_offset"),
+        typed(broker_id, "int").alias("broker_id"), detail.cast("string").alias("detail")))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A registered broker as the audit needs it (collected from the brokers table)."""
+
+    broker_id: int
+    rack: str | None
+    fenced: bool
+    broker_epoch: int | None
+
+
+def _max_next_id(frames: SnapshotFrames) -> int | None:
+    """The controller's largest next producer id (the table has a row or two)."""
+    values = [r[0] for r in frames.producer_ids.select("next_producer_id").collect()
+              if r[0] is not None]
+    return max(values) if values else None
+
+
 @dataclass
 class Context:
-    """The inputs of one audit as DataFrames, and the frames several rules share."""
+    """The inputs of one audit as DataFrames, the small tables as values, the shared frames.
+
+    Call :meth:`close` when done: it unpersists the cached sequence frame.
+    """
 
     spark: SparkSession
     inputs: AuditInputs
     settings: AuditSettings
     now: SnapshotFrames = field(init=False)
     states: dict[str, DataFrame] = field(init=False)
+    topic_rows: list[tuple[str | None, str | None]] = field(init=False)
+    brokers: list[BrokerInfo] = field(init=False)
+    memo: dict[str, Any] = field(init=False, default_factory=dict)  # small collected results
+    _persisted: list[DataFrame] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.now = read_snapshot(self.spark, self.inputs.snapshot)
         self.states = read_states(self.spark, self.inputs)
+        self.topic_rows = [(r["name"], r["topic_id"]) for r in self.now.topics.collect()]
+        self.brokers = sorted(
+            (BrokerInfo(r["broker_id"], r["rack"], bool(r["fenced"]), r["broker_epoch"])
+             for r in self.now.brokers.select("broker_id", "rack", "fenced", "broker_epoch")
+             .collect() if r["broker_id"] is not None),
+            key=lambda b: b.broker_id)
+
+    def close(self) -> None:
+        """Releases what the audit persisted."""
+        for frame in self._persisted:
+            frame.unpersist()
+        self._persisted.clear()
 
     @cached_property
     def before(self) -> SnapshotFrames | None:
         previous = self.inputs.previous
         return None if previous is None else read_snapshot(self.spark, previous)
+
+    @cached_property
+    def next_producer_id(self) -> int | None:
+        return _max_next_id(self.now)
+
+    @cached_property
+    def previous_next_producer_id(self) -> int | None:
+        return None if self.before is None else _max_next_id(self.before)
 
     @property
     def gap_ms(self) -> int | None:
@@ -68,74 +140,142 @@ class Context:
                       if s.manifest.broker_id is not None)
 
     @cached_property
-    def topic_names(self) -> DataFrame:
+    def names(self) -> dict[str, str | None]:
         """topic_id -> topic: one name per id (the smallest, should ids repeat)."""
-        return (self.now.topics.groupBy("topic_id").agg(F.min("name").alias("topic")))
+        found: dict[str, list[str]] = {}
+        for name, topic_id in self.topic_rows:
+            if topic_id is not None:
+                found.setdefault(topic_id, [])
+                if name is not None:
+                    found[topic_id].append(name)
+        return {tid: (min(names) if names else None) for tid, names in found.items()}
+
+    @cached_property
+    def topic_names(self) -> DataFrame:
+        """topic_id -> topic as a local relation (broadcast without a shuffle); ``known`` is
+        true on every row, so a left join tells known topics apart."""
+        return self.spark.createDataFrame(
+            [(tid, name, True) for tid, name in sorted(self.names.items())],
+            "topic_id string, topic string, known boolean")
 
     @cached_property
     def topic_ids(self) -> DataFrame:
-        """topic name -> topic_id (the smallest id, should names repeat)."""
-        return (self.now.topics.groupBy(F.col("name").alias("topic"))
-                .agg(F.min("topic_id").alias("topic_id")))
+        """topic name -> topic_id (the smallest id, should names repeat), a local relation."""
+        found: dict[str, str] = {}
+        for name, topic_id in self.topic_rows:
+            if name is not None and topic_id is not None:
+                found[name] = min(found.get(name, topic_id), topic_id)
+        return self.spark.createDataFrame(sorted(found.items()), "topic string, topic_id string")
+
+    def broker_id_array(self) -> Column:
+        """The registered broker ids as an array literal."""
+        return F.array(*(F.lit(b.broker_id) for b in self.brokers)).cast("array<int>")
 
     @cached_property
-    def chunk_facts(self) -> DataFrame:
-        """Each inactive chunk with its predecessor's offsets and timestamp along the partition
-        (window over (topic_id, partition_id) by start_offset), and whether it is the last."""
-        by_start = Window.partitionBy("topic_id", "partition_id").orderBy("start_offset")
-        return self.now.chunks.select(
-            "topic_id", "partition_id", "start_offset", "stop_offset", "end_offset",
-            "start_timestamp",
-            F.lag("stop_offset").over(by_start).alias("prev_stop"),
-            F.lag("end_offset").over(by_start).alias("prev_end"),
-            F.lag("start_timestamp").over(by_start).alias("prev_timestamp"),
-            F.lead("start_offset").over(by_start).isNull().alias("is_last"),
-        )
+    def sequence(self) -> DataFrame:
+        """Every inactive chunk (``active`` false) and every partition as its active chunk
+        (``active`` true; stop/end null, ``leader`` and ``prior_partition_epochs`` set), with
+        ``topic`` and ``known`` (topic in the topics table) and these windows:
 
-    @cached_property
-    def partition_facts(self) -> DataFrame:
-        """Per partition row: its chunk count, offsets held in inactive chunks, and the last
-        inactive chunk's stop offset and timestamp (null without inactive chunks)."""
-        chunks = self.chunk_facts.groupBy("topic_id", "partition_id").agg(
-            F.count(F.lit(1)).alias("chunks"),
-            F.sum(F.col("end_offset") - F.col("start_offset") + 1).alias("offsets"),
-            F.max(F.when(F.col("is_last"), F.col("stop_offset"))).alias("last_stop"),
-            F.max(F.when(F.col("is_last"), F.col("start_timestamp"))).alias("last_timestamp"),
-        )
-        return self.now.partitions.join(chunks, ["topic_id", "partition_id"], "left")
+        - along (topic_id, partition_id) ordered by (active, start_offset): ``prev_stop``,
+          ``prev_end``, ``prev_timestamp`` of the previous inactive chunk (for the active row,
+          the last inactive chunk), ``seq_rank`` (row number);
+        - over the whole partition: ``has_partition``, ``partition_rf``, ``chunks`` and
+          ``offsets`` (of its inactive chunks);
+        - over the topic (partition rows only): ``topic_rf`` (most common RF, larger on a
+          tie), ``topic_n``, ``topic_distinct``, ``topic_lowest``, ``topic_highest`` and
+          ``topic_rank`` (1 on one partition row per topic).
 
-    @cached_property
-    def replica_rows(self) -> DataFrame:
-        """Partitions and inactive chunks as one frame of replica lists: ``kind`` is
-        "partition" or "chunk"; a partition's start_offset is its active chunk's; ``rf`` is
-        len(replicas) - len(removing_replicas); ``leader`` is null for chunks."""
-        def common(frame: DataFrame, kind: str, leader: Column) -> DataFrame:
+        The topic windows come first so that one exchange (by topic_id) serves them all.
+        Persisted: several actions read it.
+        """
+        def side(frame: DataFrame, active: bool) -> DataFrame:
+            chunk = not active
             return frame.select(
-                F.lit(kind).alias("kind"), "topic_id", "partition_id", "start_offset",
-                "replicas", "isr", "adding_replicas", "removing_replicas",
-                leader.cast("int").alias("leader"),
+                F.lit(active).alias("active"),
+                F.lit("partition" if active else "chunk").alias("kind"),
+                "topic_id", "partition_id", "start_offset",
+                (F.col("stop_offset") if chunk else F.lit(None).cast("bigint"))
+                .alias("stop_offset"),
+                (F.col("end_offset") if chunk else F.lit(None).cast("bigint"))
+                .alias("end_offset"),
+                "start_timestamp", "replicas", "isr", "adding_replicas", "removing_replicas",
+                (F.lit(None) if chunk else F.col("leader")).cast("int").alias("leader"),
+                (F.lit(None).cast("array<struct<partition_id:int,leader_epoch:int>>") if chunk
+                 else F.col("prior_partition_epochs")).alias("prior_partition_epochs"),
                 (F.size("replicas") - F.size("removing_replicas")).alias("rf"))
 
-        return common(self.now.partitions, "partition", F.col("leader")).unionByName(
-            common(self.now.chunks, "chunk", F.lit(None)))
+        rows = (side(self.now.chunks, False).unionByName(side(self.now.partitions, True))
+                .join(F.broadcast(self.topic_names), "topic_id", "left"))
+        active = F.col("active")
+        one = F.lit(1)
+        topic = Window.partitionBy("topic_id")
+        same_rf = (Window.partitionBy("topic_id").orderBy("rf")
+                   .rangeBetween(Window.currentRow, Window.currentRow))
+        rows = rows.select("*", F.count(F.when(active, one)).over(same_rf).alias("rf_n"))
+        pid = F.when(active, F.col("partition_id"))
+        rows = rows.select(
+            "*",
+            F.max(F.when(active, F.struct("rf_n", "rf"))).over(topic)["rf"].alias("topic_rf"),
+            F.count(F.when(active, one)).over(topic).alias("topic_n"),
+            F.size(F.collect_set(pid).over(topic)).alias("topic_distinct"),
+            F.min(pid).over(topic).alias("topic_lowest"),
+            F.max(pid).over(topic).alias("topic_highest"),
+            F.row_number().over(topic.orderBy(F.desc("active"), "partition_id",
+                                              "start_offset")).alias("topic_rank"))
+        along = Window.partitionBy("topic_id", "partition_id").orderBy("active", "start_offset")
+        whole = along.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        inactive = ~active
+        rows = rows.select(
+            "*",
+            F.lag(F.when(inactive, F.col("stop_offset"))).over(along).alias("prev_stop"),
+            F.lag(F.when(inactive, F.col("end_offset"))).over(along).alias("prev_end"),
+            F.lag(F.when(inactive, F.col("start_timestamp"))).over(along)
+            .alias("prev_timestamp"),
+            F.row_number().over(along).alias("seq_rank"),
+            F.max(active).over(whole).alias("has_partition"),
+            F.max(F.when(active, F.col("rf"))).over(whole).alias("partition_rf"),
+            F.count(F.when(inactive, one)).over(whole).alias("chunks"),
+            F.sum(F.when(inactive, F.col("end_offset") - F.col("start_offset") + 1))
+            .over(whole).alias("offsets"))
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(rows)
+        return rows
 
     @cached_property
-    def broker_counts(self) -> DataFrame:
-        """Per registered broker: replica entries in partitions and in inactive chunks,
-        leaderships and offsets of the inactive chunks it replicates."""
-        chunk_replicas = self.now.chunks.select(
-            F.explode("replicas").alias("broker_id"),
-            (F.col("end_offset") - F.col("start_offset") + 1).alias("offsets"),
-        ).groupBy("broker_id").agg(F.count(F.lit(1)).alias("chunk_replicas"),
-                                   F.sum("offsets").alias("offsets"))
-        partition_replicas = (self.now.partitions.select(F.explode("replicas").alias("broker_id"))
-                              .groupBy("broker_id").agg(F.count(F.lit(1))
-                                                        .alias("partition_replicas")))
-        leaders = (self.now.partitions.where(F.col("leader") >= 0)
-                   .groupBy(F.col("leader").alias("broker_id"))
-                   .agg(F.count(F.lit(1)).alias("leaders")))
-        brokers = self.now.brokers.select("broker_id", "rack", "fenced", "broker_epoch")
-        return (brokers.join(partition_replicas, "broker_id", "left")
-                .join(chunk_replicas, "broker_id", "left")
-                .join(leaders, "broker_id", "left")
-                .na.fill(0, ["partition_replicas", "chunk_replicas", "leaders", "offsets"]))
+    def broker_counts(self) -> dict[int | None, dict[str, int]]:
+        """Per broker id (registered or not): replica entries in partitions and in inactive
+        chunks, leaderships and offsets of the inactive chunks it replicates. One aggregate
+        over :attr:`sequence`; the result is small (one row per broker) and collected."""
+        entry = "array<struct<broker_id:int,chunk:boolean,leader:boolean,offsets:bigint>>"
+        seq = self.sequence
+        chunk = ~F.col("active")
+        offsets = F.col("end_offset") - F.col("start_offset") + 1
+        entries = F.concat(
+            F.transform("replicas", lambda b: F.struct(
+                b.alias("broker_id"), chunk.alias("chunk"), F.lit(False).alias("leader"),
+                F.when(chunk, offsets).alias("offsets"))),
+            F.when(F.col("active") & (F.col("leader") >= 0), F.array(F.struct(
+                F.col("leader").alias("broker_id"), F.lit(False).alias("chunk"),
+                F.lit(True).alias("leader"), F.lit(None).cast("bigint").alias("offsets"))))
+            .otherwise(F.array().cast(entry)))
+        exploded = seq.select(F.explode(entries).alias("e")).select("e.*")
+        not_leader = ~F.col("leader")
+        rows = exploded.groupBy("broker_id").agg(
+            F.count(F.when(not_leader & ~F.col("chunk"), 1)).alias("partition_replicas"),
+            F.count(F.when(not_leader & F.col("chunk"), 1)).alias("chunk_replicas"),
+            F.count(F.when(F.col("leader"), 1)).alias("leaders"),
+            F.sum(F.when(F.col("chunk"), F.col("offsets"))).alias("offsets")).collect()
+        return {r["broker_id"]: {k: int(r[k] or 0) for k in
+                                 ("partition_replicas", "chunk_replicas", "leaders", "offsets")}
+                for r in rows}
+
+    def broker_load(self, broker_id: int) -> dict[str, int]:
+        """A registered broker's counts (zeros when it holds nothing)."""
+        zero = {"partition_replicas": 0, "chunk_replicas": 0, "leaders": 0, "offsets": 0}
+        return self.broker_counts.get(broker_id, zero)
+
+    def local_frame(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+        """A small driver-side table as a DataFrame (a local relation: no job to read)."""
+        return self.spark.createDataFrame(rows, schema)
+

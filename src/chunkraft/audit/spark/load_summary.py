@@ -4,29 +4,40 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from chunkraft.audit.model import BrokerLoad, LoadSummary, PartitionHeat, RackLoad
 from chunkraft.audit.spark.context import Context
 
-__all__ = ["hottest_frame", "load_summary"]
+__all__ = ["hottest_frame", "hottest_rows", "load_summary"]
 
 _MEASURES = ("chunk_replicas", "partition_replicas", "leaders", "offsets")
 
 
 def hottest_frame(ctx: Context) -> DataFrame:
-    """Partitions by offsets in inactive chunks desc, then chunks desc (then by key)."""
-    facts = ctx.partition_facts.select(
-        "topic_id", "partition_id", F.coalesce("chunks", F.lit(0)).alias("chunks"),
+    """Partitions by offsets in inactive chunks desc, then chunks desc (then by key), from the
+    sequence frame's partition rows (their ``chunks`` and ``offsets`` windows)."""
+    facts = ctx.sequence.where(F.col("active")).select(
+        "topic_id", "topic", "partition_id", "chunks",
         F.coalesce("offsets", F.lit(0)).alias("offsets"))
-    return facts.join(F.broadcast(ctx.topic_names), "topic_id", "left").orderBy(
-        F.desc("offsets"), F.desc("chunks"), F.asc_nulls_first("topic"), "topic_id",
-        "partition_id")
+    return facts.orderBy(F.desc("offsets"), F.desc("chunks"), F.asc_nulls_first("topic"),
+                         "topic_id", "partition_id")
+
+
+def hottest_rows(ctx: Context) -> list[Row]:
+    """The top max(hottest, timelines) partitions of :func:`hottest_frame`, collected once
+    for the load summary and the timelines."""
+    if "hottest" not in ctx.memo:
+        ctx.memo["hottest"] = hottest_frame(ctx).limit(
+            max(ctx.settings.hottest, ctx.settings.timelines)).collect()
+    rows: list[Row] = ctx.memo["hottest"]
+    return rows
 
 
 def load_summary(ctx: Context) -> LoadSummary:
-    """Collects the per-broker counts (small) and the top ``settings.hottest`` partitions."""
+    """The per-broker counts (one collected aggregate) and the top ``settings.hottest``
+    partitions."""
     bytes_by_broker: dict[int, int] = {}
     has_states = bool(ctx.inputs.broker_states)
     if has_states:
@@ -34,14 +45,16 @@ def load_summary(ctx: Context) -> LoadSummary:
                 F.sum("size_bytes").alias("bytes")).collect():
             bytes_by_broker[row["broker_id"]] = int(row["bytes"] or 0)
     state_brokers = set(ctx.state_brokers)
-    brokers = [
-        BrokerLoad(broker_id=row["broker_id"], rack=row["rack"], fenced=bool(row["fenced"]),
-                   partition_replicas=int(row["partition_replicas"]),
-                   chunk_replicas=int(row["chunk_replicas"]), leaders=int(row["leaders"]),
-                   offsets=int(row["offsets"]),
-                   bytes=(bytes_by_broker.get(row["broker_id"], 0)
-                          if row["broker_id"] in state_brokers else None))
-        for row in ctx.broker_counts.orderBy("broker_id").collect()]
+    brokers = []
+    for info in ctx.brokers:
+        load = ctx.broker_load(info.broker_id)
+        brokers.append(BrokerLoad(
+            broker_id=info.broker_id, rack=info.rack, fenced=info.fenced,
+            partition_replicas=load["partition_replicas"],
+            chunk_replicas=load["chunk_replicas"], leaders=load["leaders"],
+            offsets=load["offsets"],
+            bytes=(bytes_by_broker.get(info.broker_id, 0)
+                   if info.broker_id in state_brokers else None)))
     racks: dict[str | None, list[BrokerLoad]] = defaultdict(list)
     for broker in brokers:
         racks[broker.rack].append(broker)
@@ -71,7 +84,7 @@ def _skew(values: list[int]) -> float | None:
 
 
 def _hottest(ctx: Context, has_states: bool) -> list[PartitionHeat]:
-    rows = hottest_frame(ctx).limit(ctx.settings.hottest).collect()
+    rows = hottest_rows(ctx)[:ctx.settings.hottest]
     sizes: dict[tuple[str, int], int] = {}
     if has_states and rows:
         wanted = ctx.spark.createDataFrame(

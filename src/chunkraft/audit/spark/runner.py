@@ -35,40 +35,34 @@ def export_summary(export: ExportInput) -> ExportSummary:
                          broker_id=m.broker_id)
 
 
-def violations_frame(ctx: Context) -> tuple[DataFrame | None, dict[str, str]]:
-    """The union of every rule's violations, with ``topic`` joined, and the skipped rules."""
-    frames: list[DataFrame] = []
-    skipped: dict[str, str] = {}
-    for rule_id, found in all_rules(ctx).items():
-        if isinstance(found, str):
-            skipped[rule_id] = found
-        else:
-            frames.append(found)
-    if not frames:
-        return None, skipped
-    union = reduce(DataFrame.unionByName, frames)
-    named = union.join(F.broadcast(ctx.topic_names), "topic_id", "left")
-    return named.select(*VIOLATION_COLUMNS), skipped
+def violations_frame(ctx: Context) -> tuple[DataFrame, dict[str, str]]:
+    """The union of every rule's violations, with ``topic``, and the skipped rules."""
+    fused, others, skipped = all_rules(ctx)
+    frames = [fused.select(*VIOLATION_COLUMNS)]
+    if others:
+        union = reduce(DataFrame.unionByName, others)
+        named = union.join(F.broadcast(ctx.topic_names.drop("known")), "topic_id", "left")
+        frames.append(named.select(*VIOLATION_COLUMNS))
+    return reduce(DataFrame.unionByName, frames), skipped
 
 
 def _rule_results(ctx: Context) -> list[RuleResult]:
     union, skipped = violations_frame(ctx)
     counts: dict[str, int] = {}
     samples: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    if union is not None:
-        order = Window.partitionBy("rule_id").orderBy(
-            *(F.asc_nulls_first(c) for c in ("topic", "partition_id", "start_offset",
-                                              "broker_id", "topic_id", "detail")))
-        ranked = union.select("*", F.row_number().over(order).alias("_rank"),
-                              F.count(F.lit(1)).over(Window.partitionBy("rule_id"))
-                              .alias("_count"))
-        for row in (ranked.where(F.col("_rank") <= max(ctx.settings.sample_size, 1))
-                    .collect()):
-            values = row.asDict()
-            counts[values["rule_id"]] = int(values["_count"])
-            if values["_rank"] <= ctx.settings.sample_size:
-                samples.setdefault(values["rule_id"], []).append(
-                    (values["_rank"], {c: values[c] for c in VIOLATION_COLUMNS}))
+    order = Window.partitionBy("rule_id").orderBy(
+        *(F.asc_nulls_first(c) for c in ("topic", "partition_id", "start_offset",
+                                          "broker_id", "topic_id", "detail")))
+    ranked = union.select("*", F.row_number().over(order).alias("_rank"),
+                          F.count(F.lit(1)).over(Window.partitionBy("rule_id"))
+                          .alias("_count"))
+    for row in (ranked.where(F.col("_rank") <= max(ctx.settings.sample_size, 1))
+                .collect()):
+        values = row.asDict()
+        counts[values["rule_id"]] = int(values["_count"])
+        if values["_rank"] <= ctx.settings.sample_size:
+            samples.setdefault(values["rule_id"], []).append(
+                (values["_rank"], {c: values[c] for c in VIOLATION_COLUMNS}))
     results = []
     for rule in RULES:
         if rule.id in skipped:
@@ -87,19 +81,22 @@ def run_audit(spark: SparkSession, inputs: AuditInputs,
     seconds: dict[str, float] = {}
     began = time.monotonic()
     ctx = Context(spark, inputs, settings)
-    seconds["read"] = time.monotonic() - began
-    mark = time.monotonic()
-    results = _rule_results(ctx)
-    seconds["rules"] = time.monotonic() - mark
-    mark = time.monotonic()
-    load = load_summary(ctx)
-    drawn = timelines(ctx, results)
-    seconds["load"] = time.monotonic() - mark
-    diff = None
-    if inputs.previous is not None:
+    try:
+        seconds["read"] = time.monotonic() - began
         mark = time.monotonic()
-        diff = diff_summary(ctx, export_summary(inputs.previous))
-        seconds["diff"] = time.monotonic() - mark
+        results = _rule_results(ctx)
+        seconds["rules"] = time.monotonic() - mark
+        mark = time.monotonic()
+        load = load_summary(ctx)
+        drawn = timelines(ctx, results)
+        seconds["load"] = time.monotonic() - mark
+        diff = None
+        if inputs.previous is not None:
+            mark = time.monotonic()
+            diff = diff_summary(ctx, export_summary(inputs.previous))
+            seconds["diff"] = time.monotonic() - mark
+    finally:
+        ctx.close()
     seconds["total"] = time.monotonic() - began
     return AuditReport(
         generated_at_ms=int(time.time() * 1000), engine="spark",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
+from functools import reduce
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from chunkraft.audit.model import RuleResult, Timeline, TimelineChunk
 from chunkraft.audit.spark.context import Context
-from chunkraft.audit.spark.load_summary import hottest_frame
+from chunkraft.audit.spark.load_summary import hottest_rows
 
 __all__ = ["timelines"]
 
@@ -26,26 +27,23 @@ def timelines(ctx: Context, results: list[RuleResult]) -> list[Timeline]:
             if sample.get("topic_id") is not None and sample.get("partition_id") is not None:
                 chosen.setdefault((sample["topic_id"], sample["partition_id"]), "violation")
     if len(chosen) < limit:
-        for hot in hottest_frame(ctx).limit(limit).collect():
+        for hot in hottest_rows(ctx)[:limit]:
             if len(chosen) >= limit:
                 break
             chosen.setdefault((hot["topic_id"], hot["partition_id"]), "hottest")
     if not chosen:
         return []
-    wanted = F.broadcast(ctx.spark.createDataFrame(list(chosen), "topic_id string, "
-                                                                  "partition_id int"))
-    newest = Window.partitionBy("topic_id", "partition_id").orderBy(F.desc("start_offset"))
-    inactive = (ctx.now.chunks.join(wanted, ["topic_id", "partition_id"])
-                .select("topic_id", "partition_id", "start_offset", "stop_offset",
-                        "end_offset", "start_timestamp", "replicas", F.lit(False).alias("active"),
-                        F.row_number().over(newest).alias("rank"))
-                .where(F.col("rank") <= ctx.settings.timeline_chunks).drop("rank"))
-    active = (ctx.now.partitions.join(wanted, ["topic_id", "partition_id"])
-              .select("topic_id", "partition_id", "start_offset",
-                      F.lit(-1).cast("bigint").alias("stop_offset"),
-                      F.lit(-1).cast("bigint").alias("end_offset"), "start_timestamp",
-                      "replicas", F.lit(True).alias("active")))
-    rows = (inactive.unionByName(active).join(F.broadcast(ctx.topic_names), "topic_id", "left")
+    # A handful of partitions: a literal filter on the persisted sequence frame; an inactive
+    # chunk's rank from the newest is its partition's chunk count - its row number + 1.
+    wanted = reduce(operator.or_, ((F.col("topic_id") == tid) & (F.col("partition_id") == pid)
+                                   for tid, pid in chosen))
+    newest = F.col("chunks") - F.col("seq_rank") + 1
+    rows = (ctx.sequence.where(wanted & (F.col("active")
+                                         | (newest <= ctx.settings.timeline_chunks)))
+            .select("topic_id", "topic", "partition_id", "start_offset",
+                    F.coalesce("stop_offset", F.lit(-1)).alias("stop_offset"),
+                    F.coalesce("end_offset", F.lit(-1)).alias("end_offset"),
+                    "start_timestamp", "replicas", "active")
             .collect())
     chunks: dict[tuple[str, int], list[TimelineChunk]] = defaultdict(list)
     names: dict[tuple[str, int], str] = {}

@@ -1,8 +1,9 @@
-"""The rules of :mod:`chunkraft.audit.catalog` as DataFrames of violations, one module per area.
+"""The rules of :mod:`chunkraft.audit.catalog` as DataFrames of violations.
 
-Each area's ``rules(ctx)`` maps rule ids to a DataFrame of violation rows (the columns of
-:data:`chunkraft.audit.model.VIOLATION_COLUMNS` but ``topic``), or to a string saying why the
-rule is skipped (a missing input).
+:mod:`~chunkraft.audit.spark.rules.sequence` yields one frame for every rule that reads a single
+row of the sequence frame; each other area's ``rules(ctx)`` maps rule ids to a DataFrame of
+violation rows (the columns of :data:`chunkraft.audit.model.VIOLATION_COLUMNS` but ``topic``),
+or to a string saying why the rule is skipped (a missing input).
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ from pyspark.sql import DataFrame
 
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.spark.context import Context
-from chunkraft.audit.spark.rules import coverage, drift, load, producer_ids, replicas, topics
+from chunkraft.audit.spark.rules import drift, load, producer_ids, replicas, sequence, topics
 
 __all__ = ["all_rules"]
 
-RuleFrames = dict[str, DataFrame | str]
 
-
-def all_rules(ctx: Context) -> RuleFrames:
-    """Every catalog rule, in catalog order: its violations, or why it is skipped."""
-    found: RuleFrames = {}
-    for area in (coverage, replicas, topics, producer_ids, drift, load):
-        found.update(area.rules(ctx))
-    missing = {rule.id for rule in RULES} ^ set(found)
+def all_rules(ctx: Context) -> tuple[DataFrame, list[DataFrame], dict[str, str]]:
+    """Every catalog rule: the sequence rules' violations (with ``topic``), the other rules'
+    violation frames (without), and the skipped rules with why."""
+    others: list[DataFrame] = []
+    skipped: dict[str, str] = {}
+    covered = set(sequence.RULE_IDS)
+    for area in (replicas, topics, producer_ids, drift, load):
+        for rule_id, found in area.rules(ctx).items():
+            covered.add(rule_id)
+            if isinstance(found, str):
+                skipped[rule_id] = found
+            else:
+                others.append(found)
+    missing = {rule.id for rule in RULES} ^ covered
     assert not missing, f"rules without a Spark implementation (or unknown): {missing}"
-    return {rule.id: found[rule.id] for rule in RULES}
+    return sequence.violations(ctx), others, skipped

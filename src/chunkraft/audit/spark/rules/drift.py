@@ -22,10 +22,10 @@ def rules(ctx: Context) -> dict[str, DataFrame | str]:
     if not ctx.inputs.broker_states:
         return dict.fromkeys(_IDS, _NEEDS)
     brokers = ctx.state_brokers
-    names = F.broadcast(ctx.topic_names)
-    partitions = ctx.now.partitions.join(names, "topic_id")
-    chunks = ctx.now.chunks.join(
-        partitions.select("topic_id", "partition_id", "topic"), ["topic_id", "partition_id"])
+    # Partitions of known topics and chunks of known partitions, with their topic names.
+    known = ctx.sequence.where(F.col("known").isNotNull())
+    partitions = known.where(F.col("active"))
+    chunks = known.where(~F.col("active") & F.col("has_partition"))
     replicas = ctx.states["local_replicas"]
     held = replicas.where(F.col("first_offset_held") >= 0)
     logs = ctx.states["local_logs"]

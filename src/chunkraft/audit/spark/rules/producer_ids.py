@@ -1,5 +1,5 @@
 """Producer ids: the brokers' blocks are disjoint and below the controller's next id, and the
-next id never goes back."""
+next id never goes back. The controller's next id is a row or two: collected, a literal."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["rules"]
 
 def rules(ctx: Context) -> dict[str, DataFrame | str]:
     found: dict[str, DataFrame | str] = {}
-    next_id = ctx.now.producer_ids.agg(F.max("next_producer_id").alias("next_id"))
+    next_id = ctx.next_producer_id
     if not ctx.inputs.broker_states:
         found["producer_ids.blocks_overlap"] = "needs --brokers-state"
     else:
@@ -23,7 +23,7 @@ def rules(ctx: Context) -> dict[str, DataFrame | str]:
         blocks = ctx.states["producer_id_blocks"].select(
             "broker_id", "block_start", "block_end",
             F.max("block_end").over(earlier).alias("earlier_end"),
-        ).crossJoin(next_id)
+            F.lit(next_id).cast("bigint").alias("next_id"))
         overlapping = (F.col("earlier_end").isNotNull()
                        & (F.col("block_start") < F.col("earlier_end")))
         beyond = F.col("next_id").isNotNull() & (F.col("block_end") > F.col("next_id"))
@@ -36,14 +36,13 @@ def rules(ctx: Context) -> dict[str, DataFrame | str]:
                                                     "earlier_end")).otherwise(""),
                 F.when(beyond, F.format_string(" reaches past the next producer id %d",
                                                "next_id")).otherwise("")))
-    before = ctx.before
-    if before is None:
+    if ctx.before is None:
         found["producer_ids.grow"] = "needs --previous"
     else:
-        previous = before.producer_ids.agg(F.max("next_producer_id").alias("previous_id"))
+        ids = ctx.local_frame([(next_id, ctx.previous_next_producer_id)],
+                              "next_id bigint, previous_id bigint")
         found["producer_ids.grow"] = violation(
-            next_id.crossJoin(previous).where(F.col("next_id") < F.col("previous_id")),
-            "producer_ids.grow",
+            ids.where(F.col("next_id") < F.col("previous_id")), "producer_ids.grow",
             detail=F.format_string("next producer id %d, but %d in the previous snapshot",
                                    "next_id", "previous_id"))
     return found
