@@ -46,7 +46,7 @@ else:
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)  # absent under -p no:xdist
     def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Any:
         if config.getvalue("dist") != "loadgroup":
             return None  # xdist's own scheduler for the other modes
