@@ -167,6 +167,41 @@ class Context:
                 found[name] = min(found.get(name, topic_id), topic_id)
         return self.spark.createDataFrame(sorted(found.items()), "topic string, topic_id string")
 
+    @cached_property
+    def topic_stats(self) -> dict[str, tuple[int, int, int | None, int | None, int | None]]:
+        """Per topic id of the partitions table: (partitions, distinct partition ids, lowest,
+        highest, RF), RF being the most common partition RF, the larger on a tie. Two small
+        aggregates of the partitions (a row per topic, or per topic and RF), collected."""
+        partitions = self.now.partitions.select(
+            "topic_id", "partition_id",
+            (F.size("replicas") - F.size("removing_replicas")).alias("rf"))
+        per_rf: dict[str, list[tuple[int, int | None]]] = {}
+        for r in partitions.groupBy("topic_id", "rf").agg(
+                F.count(F.lit(1)).alias("n")).collect():
+            per_rf.setdefault(r["topic_id"], []).append((int(r["n"]), r["rf"]))
+        stats: dict[str, tuple[int, int, int | None, int | None, int | None]] = {}
+        for r in partitions.groupBy("topic_id").agg(
+                F.count(F.lit(1)).alias("n"), F.countDistinct("partition_id").alias("distinct"),
+                F.min("partition_id").alias("lowest"),
+                F.max("partition_id").alias("highest")).collect():
+            # desc n, then desc RF with a null RF last (as Spark's desc ordering)
+            best = max(per_rf[r["topic_id"]],
+                       key=lambda nr: (nr[0], nr[1] is not None, nr[1] or 0))
+            stats[r["topic_id"]] = (int(r["n"]), int(r["distinct"]), r["lowest"],
+                                    r["highest"], best[1])
+        return stats
+
+    @cached_property
+    def topic_facts(self) -> DataFrame:
+        """Per topic id (of the topics or the partitions table): ``topic`` (name), ``known``
+        (true if in the topics table, else null) and ``topic_rf``; a local relation."""
+        ids = set(self.names) | {tid for tid in self.topic_stats if tid is not None}
+        return self.spark.createDataFrame(
+            [(tid, self.names.get(tid), True if tid in self.names else None,
+              self.topic_stats[tid][4] if tid in self.topic_stats else None)
+             for tid in sorted(ids)],
+            "topic_id string, topic string, known boolean, topic_rf int")
+
     def broker_id_array(self) -> Column:
         """The registered broker ids as an array literal."""
         return F.array(*(F.lit(b.broker_id) for b in self.brokers)).cast("array<int>")
@@ -182,12 +217,9 @@ class Context:
           the last inactive chunk), ``seq_rank`` (row number);
         - over the whole partition: ``has_partition``, ``partition_rf``, ``chunks`` and
           ``offsets`` (of its inactive chunks);
-        - over the topic (partition rows only): ``topic_rf`` (most common RF, larger on a
-          tie), ``topic_n``, ``topic_distinct``, ``topic_lowest``, ``topic_highest`` and
-          ``topic_rank`` (1 on one partition row per topic).
+        - ``topic_rf`` from :attr:`topic_facts` (a broadcast local relation).
 
-        The topic windows come first so that one exchange (by topic_id) serves them all.
-        Persisted: several actions read it.
+        One exchange, one sort. Persisted: several actions read it.
         """
         def side(frame: DataFrame, active: bool) -> DataFrame:
             chunk = not active
@@ -206,23 +238,9 @@ class Context:
                 (F.size("replicas") - F.size("removing_replicas")).alias("rf"))
 
         rows = (side(self.now.chunks, False).unionByName(side(self.now.partitions, True))
-                .join(F.broadcast(self.topic_names), "topic_id", "left"))
+                .join(F.broadcast(self.topic_facts), "topic_id", "left"))
         active = F.col("active")
         one = F.lit(1)
-        topic = Window.partitionBy("topic_id")
-        same_rf = (Window.partitionBy("topic_id").orderBy("rf")
-                   .rangeBetween(Window.currentRow, Window.currentRow))
-        rows = rows.select("*", F.count(F.when(active, one)).over(same_rf).alias("rf_n"))
-        pid = F.when(active, F.col("partition_id"))
-        rows = rows.select(
-            "*",
-            F.max(F.when(active, F.struct("rf_n", "rf"))).over(topic)["rf"].alias("topic_rf"),
-            F.count(F.when(active, one)).over(topic).alias("topic_n"),
-            F.size(F.collect_set(pid).over(topic)).alias("topic_distinct"),
-            F.min(pid).over(topic).alias("topic_lowest"),
-            F.max(pid).over(topic).alias("topic_highest"),
-            F.row_number().over(topic.orderBy(F.desc("active"), "partition_id",
-                                              "start_offset")).alias("topic_rank"))
         along = Window.partitionBy("topic_id", "partition_id").orderBy("active", "start_offset")
         whole = along.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         inactive = ~active

@@ -1,10 +1,16 @@
-"""Diff mode: topics, partitions and chunks created, removed or moved between two snapshots."""
+"""Diff mode: topics, partitions and chunks created, removed or moved between two snapshots.
+
+Both snapshots' rows go into one frame (topics, partitions and chunks, keyed by ``what`` and
+their key); windows over each key tell whether the other snapshot has it and with which
+replicas, so the whole diff is one exchange, then one window per kind of change for the
+counts and samples (one action).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from chunkraft.audit.model import DiffSummary, ExportSummary
@@ -17,56 +23,58 @@ KINDS = ("topics_created", "topics_removed", "partitions_created", "partitions_r
          "partitions_moved", "chunks_created", "chunks_removed", "chunks_moved")
 
 
-def _changes(now: DataFrame, before: DataFrame, key: list[str], what: str,
-             moves: bool) -> list[DataFrame]:
-    def side(frame: DataFrame, suffix: str) -> DataFrame:
-        columns: list[Column | str] = [*key, F.lit(True).alias(f"in_{suffix}")]
-        if moves:
-            columns.append(F.array_sort("replicas").alias(f"replicas_{suffix}"))
-        return frame.select(*columns)
+def _rows(frames: SnapshotFrames, after: bool) -> DataFrame:
+    """One snapshot's keys (and sorted replica lists) as rows of one frame."""
+    no_partition, no_start = F.lit(None).cast("int"), F.lit(None).cast("bigint")
 
-    joined = side(now, "after").join(side(before, "before"), key, "full_outer")
-    start: Column = (F.col("start_offset") if "start_offset" in key
-                     else F.lit(None).cast("bigint"))
-    partition: Column = (F.col("partition_id") if "partition_id" in key
-                         else F.lit(None).cast("int"))
+    def side(frame: DataFrame, what: str, partition: Any, start: Any, replicas: Any) -> DataFrame:
+        return frame.select(F.lit(what).alias("what"), F.lit(after).alias("after"), "topic_id",
+                            partition.alias("partition_id"), start.alias("start_offset"),
+                            replicas.alias("replicas"))
 
-    def rows(condition: Column, kind: str) -> DataFrame:
-        return joined.where(condition).select(
-            F.lit(kind).alias("kind"), "topic_id", partition.alias("partition_id"),
-            start.alias("start_offset"),
-            (F.col("replicas_before") if moves else F.lit(None).cast("array<int>"))
-            .alias("replicas_before"),
-            (F.col("replicas_after") if moves else F.lit(None).cast("array<int>"))
-            .alias("replicas_after"))
-
-    found = [rows(F.col("in_before").isNull(), f"{what}_created"),
-             rows(F.col("in_after").isNull(), f"{what}_removed")]
-    if moves:
-        found.append(rows(F.col("in_before").isNotNull() & F.col("in_after").isNotNull()
-                          & (F.col("replicas_before") != F.col("replicas_after")),
-                          f"{what}_moved"))
-    return found
+    return (side(frames.topics, "topics", no_partition, no_start,
+                 F.lit(None).cast("array<int>"))
+            .unionByName(side(frames.partitions, "partitions", F.col("partition_id"), no_start,
+                              F.array_sort("replicas")))
+            .unionByName(side(frames.chunks, "chunks", F.col("partition_id"),
+                              F.col("start_offset"), F.array_sort("replicas"))))
 
 
 def diff_summary(ctx: Context, previous: ExportSummary) -> DiffSummary:
     """Counts and samples of every kind of change (one Spark action)."""
-    before: SnapshotFrames | None = ctx.before
+    before = ctx.before
     assert before is not None
-    now = ctx.now
-    parts = [
-        *_changes(now.topics, before.topics, ["topic_id"], "topics", moves=False),
-        *_changes(now.partitions, before.partitions, ["topic_id", "partition_id"],
-                  "partitions", moves=True),
-        *_changes(now.chunks, before.chunks, ["topic_id", "partition_id", "start_offset"],
-                  "chunks", moves=True),
-    ]
-    changes = parts[0]
-    for part in parts[1:]:
-        changes = changes.unionByName(part)
-    names = (now.topics.select("topic_id", "name").unionByName(before.topics.select(
-        "topic_id", "name")).groupBy("topic_id").agg(F.min("name").alias("topic")))
-    changes = changes.join(F.broadcast(names), "topic_id", "left")
+    rows = _rows(ctx.now, True).unionByName(_rows(before, False))
+    same_key = Window.partitionBy("what", "topic_id", "partition_id", "start_offset")
+    after, earlier = F.col("after"), ~F.col("after")
+    # A null key matches nothing (as a join on it would not).
+    keyed = (F.col("topic_id").isNotNull()
+             & ((F.col("what") == "topics") | F.col("partition_id").isNotNull())
+             & ((F.col("what") != "chunks") | F.col("start_offset").isNotNull()))
+    matched = rows.select(
+        "*",
+        (keyed & F.max(after.cast("int")).over(same_key).cast("boolean")).alias("in_after"),
+        (keyed & F.max(earlier.cast("int")).over(same_key).cast("boolean")).alias("in_before"),
+        F.first(F.when(earlier, F.col("replicas")), ignorenulls=True).over(same_key)
+        .alias("replicas_then"))
+    moves = F.col("what") != "topics"
+    kind = (F.when(after & ~F.col("in_before"), F.concat(F.col("what"), F.lit("_created")))
+            .when(earlier & ~F.col("in_after"), F.concat(F.col("what"), F.lit("_removed")))
+            .when(after & moves & (F.col("replicas") != F.col("replicas_then")),
+                  F.concat(F.col("what"), F.lit("_moved"))))
+    changes = matched.select(
+        kind.alias("kind"), "topic_id", "partition_id", "start_offset",
+        F.when(moves & earlier, F.col("replicas"))
+        .when(moves & F.col("in_before"), F.col("replicas_then")).alias("replicas_before"),
+        F.when(moves & after, F.col("replicas")).alias("replicas_after"),
+    ).where(F.col("kind").isNotNull())
+    names = dict(ctx.names)
+    for row in before.topics.select("topic_id", "name").collect():
+        if row["topic_id"] is not None and row["name"] is not None:
+            known = names.get(row["topic_id"])
+            names[row["topic_id"]] = row["name"] if known is None else min(known, row["name"])
+    named = ctx.local_frame(sorted(names.items()), "topic_id string, topic string")
+    changes = changes.join(F.broadcast(named), "topic_id", "left")
     order = Window.partitionBy("kind").orderBy(
         F.asc_nulls_first("topic"), F.asc_nulls_first("topic_id"),
         F.asc_nulls_first("partition_id"), F.asc_nulls_first("start_offset"))

@@ -3,7 +3,7 @@ windows): chunk coverage, the replica lists, partition ids, prior partitions and
 
 One select builds, per row, the array of the violation structs of every rule the row breaks
 (``candidate``: null when it does not), and one explode turns them into violation rows, so
-these thirteen rules cost one pass over the persisted frame, not a plan branch each.
+these rules cost one pass over the persisted frame, not a plan branch each.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ RULE_IDS = (
     "chunks.offsets_ordered", "chunks.contiguous", "chunks.overlap", "chunks.active_start",
     "chunks.timestamps", "replicas.distinct", "replicas.count", "replicas.isr_subset",
     "replicas.leader_in_isr", "replicas.no_leader", "replicas.registered",
-    "topics.partition_ids", "topics.prior_partition_epochs", "topics.orphans",
+    "topics.prior_partition_epochs", "topics.orphans",
 )
 
 
@@ -82,13 +82,6 @@ def violations(ctx: Context) -> DataFrame:
         candidate(active & (c("leader") < 0), "replicas.no_leader",
                   F.format_string("no leader (%d): the partition is offline", "leader"), **key),
         # --- topics ---
-        candidate(active & c("known") & (c("topic_rank") == 1)
-                  & ((c("topic_distinct") != c("topic_n")) | (c("topic_lowest") != 0)
-                     | (c("topic_highest") != c("topic_n") - 1)),
-                  "topics.partition_ids",
-                  F.format_string("%d partitions (%d distinct ids) numbered %d..%d, not 0..%d",
-                                  "topic_n", "topic_distinct", "topic_lowest",
-                                  "topic_highest", c("topic_n") - 1)),
         _prior_partition_epochs(key),
         candidate(active & c("known").isNull(), "topics.orphans",
                   F.format_string("partition %d of topic id %s, which is not a topic",
