@@ -25,9 +25,19 @@ PROCESS_DIRS = ("tests/integration/", "tests/e2e/")
 """Node ids (relative to the repository) of the tests in :data:`PROCESS_GROUP`."""
 
 
+OWN_UNIT_MODULES = ("tests/e2e/test_audit.py",)
+"""Process tests that are a work unit of their own (their module, whole): the audit's e2e
+module starts its quorum only to export it, then runs Spark; on the other worker it balances
+the two workers without overlapping any other cluster's timing checks."""
+
+
 def scope_of(nodeid: str) -> str:
-    """The work unit of a test: :data:`PROCESS_GROUP` for the tests that start real
-    processes, else the test itself (so the other worker takes tests one by one)."""
+    """The work unit of a test: its module for :data:`OWN_UNIT_MODULES`,
+    :data:`PROCESS_GROUP` for the other tests that start real processes, else the test itself
+    (so the other worker takes tests one by one)."""
+    module = nodeid.split("::", 1)[0]
+    if module in OWN_UNIT_MODULES:
+        return module
     return PROCESS_GROUP if nodeid.startswith(PROCESS_DIRS) else nodeid
 
 

@@ -1,6 +1,6 @@
 """One SparkSession for every Spark test of the audit (starting one costs ~5 s).
 
-local[2], two shuffle partitions, UI and progress bar off, log4j at error. Tests that need
+local[1], one shuffle partition, UI and progress bar off, log4j at error. Tests that need
 Spark take the ``spark`` fixture; the rest of tests/unit/audit never starts a JVM.
 """
 
@@ -30,9 +30,11 @@ def spark() -> Iterator[SparkSession]:
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = build_session("local[2]", {
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
+    session = build_session("local[1]", {
+        # One core: the tiny fixtures gain nothing from two, and the other xdist worker
+        # runs the timing-sensitive process tests meanwhile.
+        "spark.sql.shuffle.partitions": "1",
+        "spark.default.parallelism": "1",
         "spark.driver.memory": "1g",
         # Small test frames: planning, not data, is the cost; skip broadcast-size estimates.
         "spark.sql.adaptive.enabled": "false",
