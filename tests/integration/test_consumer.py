@@ -373,15 +373,15 @@ def test_the_producer_and_the_consumer_keep_each_keys_order_across_create_partit
     keys = [f"key-{i}" for i in range(8)]
     with Producer(urls, token=cluster.admin_token, verify=cluster.verify, linger_ms=1,
                   batch_size=4) as producer:
-        for round_ in range(4):
-            for key in keys:
-                producer.send(topic, f"{key}:{round_}", key=key)
+        sent = [producer.send(topic, f"{key}:{round_}", key=key)
+                for round_ in range(4) for key in keys]
         producer.flush()
         admin.alter_topic_partitions(topic, 2)
-        for round_ in range(4, 8):
-            for key in keys:
-                producer.send(topic, f"{key}:{round_}", key=key)
+        sent += [producer.send(topic, f"{key}:{round_}", key=key)
+                 for round_ in range(4, 8) for key in keys]
         producer.flush()
+    outcomes = [future.get(0) for future in sent]  # each acknowledged, none failed
+    assert len({(o.partition, o.offset) for o in outcomes}) == len(outcomes), outcomes
     with Producer(urls, token=cluster.admin_token, verify=cluster.verify,
                   transactional_id="c-e2e-txn") as txn:
         txn.init_transactions()

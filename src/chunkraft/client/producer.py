@@ -17,7 +17,9 @@ A synchronous API over a sender that runs its own asyncio event loop in a daemon
   none of its batches is in flight, refreshes the metadata, and re-partitions every record
   of the topic not yet acknowledged with the new count (keyed records move to the key's new
   partition; explicit partitions and unkeyed records stay), in send order. A batch that may
-  have been written (an attempt got no answer) is not re-partitioned: it goes again as it
+  have been written (an attempt got no answer, or an error a leader can answer after its
+  append, such as NOT_LEADER_OR_FOLLOWER when the expansion bumped the leader epoch while it
+  waited for the ISR) is not re-partitioned: it goes again as it
   was, with the new count, and the broker answers it as a duplicate if it holds it; the
   sequences of the other batches continue after it (or after the last acknowledged one).
 - Transactions (KIP-98): :meth:`init_transactions` gets the producer id and a new epoch from
@@ -107,6 +109,13 @@ _RETRIABLE = _LEADER_ERRORS | {Errors.REQUEST_TIMED_OUT, Errors.NOT_ENOUGH_REPLI
                                Errors.KAFKA_STORAGE_ERROR, Errors.NETWORK_EXCEPTION,
                                Errors.CONCURRENT_TRANSACTIONS}
 _FENCED = frozenset({Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH})
+_MAYBE_APPENDED = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT,
+                             Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                             Errors.UNKNOWN_SERVER_ERROR, Errors.NETWORK_EXCEPTION})
+"""Errors a leader may answer after it appended the batch (acks=all: the leader epoch changed,
+the ISR did not catch up in time or shrank while it waited): the batch may be on the log, so a
+KIP-253 re-partitioning must send it again as it was, never move its records (they would be
+written twice, and the sequences after it reused)."""
 _OUT_OF_ORDER_ATTEMPTS = 10
 """An OUT_OF_ORDER_SEQUENCE_NUMBER is retried this many times (an earlier batch overtaken on
 another connection lands meanwhile); beyond, the sequence is lost and the batch fails."""
@@ -751,6 +760,7 @@ class Producer:
         state = self._state(batch.key)
         state.in_flight -= 1
         batch.last_error = error
+        batch.maybe_written = batch.maybe_written or error in _MAYBE_APPENDED
         if error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
             if batch.base_sequence >= 0:
                 state.acked_sequence = max(state.acked_sequence,

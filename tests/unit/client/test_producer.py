@@ -282,3 +282,32 @@ def test_kip_253_a_batch_that_may_have_been_written_is_not_re_partitioned(
     assert moved  # the batch the broker wrote before the lost answer stayed behind
     # Only its records stayed behind.
     assert all(metas[i].partition == partition_for_key(b"key%d" % i, 3) for i in moved)
+
+
+@pytest.mark.parametrize("after_append", [Errors.NOT_LEADER_OR_FOLLOWER,
+                                          Errors.REQUEST_TIMED_OUT,
+                                          Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND])
+def test_kip_253_a_batch_refused_after_its_append_is_not_re_partitioned(
+        cluster: FakeCluster, producer: Producer, after_append: Errors) -> None:
+    """acks=all: the leader appended, then answered an error while waiting for the ISR (the
+    expansion's leader epoch bump, a timeout, a shrunk ISR); the batch is on the log, so it
+    must go again as it was, and the sequences after it must not be reused."""
+    producer.send("t", b"warm", key=b"k").get(10)
+
+    def append_grow_and_refuse(body: dict[str, Any]) -> httpx.Response:
+        broker = cluster.leader(body["topics"][0]["name"],
+                                body["topics"][0]["partitions"][0]["index"])
+        cluster._produce(broker, body)
+        cluster.topics["t"] = 5
+        return error_answer(after_append)(body)
+
+    cluster.scripts.append(once("produce", append_grow_and_refuse))
+    futures = [producer.send("t", b"g%d" % i, key=b"key%d" % i) for i in range(40)]
+    producer.flush(timeout=10)
+    metas = [f.get(0) for f in futures]
+    stored = [v for p in range(5) for v in cluster.values("t", p)
+              if v is not None and v.startswith(b"g")]
+    assert sorted(stored) == sorted(b"g%d" % i for i in range(40))  # each once
+    assert len({(m.partition, m.offset) for m in metas}) == len(metas)
+    for meta, index in zip(metas, range(40), strict=True):
+        assert cluster.values("t", meta.partition)[meta.offset] == b"g%d" % index
