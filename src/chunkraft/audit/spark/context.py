@@ -6,11 +6,10 @@ use unless it is persisted. So the audit is a few fused passes:
 
 - the small dimension tables (brokers, topics, producer ids: thousands of rows at most) are
   collected once and used as literals or job-free broadcast relations instead of shuffled joins;
-- :attr:`Context.sequence` is every inactive chunk and every partition (as its active chunk) in
-  one frame, shuffled once by topic id, with every window the rules need (the previous chunk
-  along the partition, the partition's RF and chunk count, the topic's RF and partition ids)
-  computed by window operators that share that one exchange; it is persisted, because the
-  rules, the broker load, the hottest partitions and the timelines all read it.
+- :attr:`Context.assignment` is every inactive chunk and every partition (as its active
+  chunk) in one frame with the topic facts, row by row: the per-broker load is one partially
+  aggregated pass over it, and the rules that compare rows along a partition read it through
+  :func:`chunkraft.audit.spark.rules.sequence.frame`, which shuffles only narrow rows once.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from chunkraft.audit.inputs import AuditInputs, AuditSettings
@@ -168,38 +167,27 @@ class Context:
         return self.spark.createDataFrame(sorted(found.items()), "topic string, topic_id string")
 
     @cached_property
-    def topic_stats(self) -> dict[str, tuple[int, int, int | None, int | None, int | None]]:
-        """Per topic id of the partitions table: (partitions, distinct partition ids, lowest,
-        highest, RF), RF being the most common partition RF, the larger on a tie. Two small
-        aggregates of the partitions (a row per topic, or per topic and RF), collected."""
-        partitions = self.now.partitions.select(
-            "topic_id", "partition_id",
-            (F.size("replicas") - F.size("removing_replicas")).alias("rf"))
+    def topic_rfs(self) -> dict[str, int | None]:
+        """Per topic id of the partitions table: its replication factor, the most common
+        partition RF (replicas less removing), the larger on a tie. One small aggregate of the
+        partitions (a row per topic and RF: hash aggregation, no sort), collected."""
+        rf = (F.size("replicas") - F.size("removing_replicas")).alias("rf")
         per_rf: dict[str, list[tuple[int, int | None]]] = {}
-        for r in partitions.groupBy("topic_id", "rf").agg(
+        for r in self.now.partitions.groupBy("topic_id", rf).agg(
                 F.count(F.lit(1)).alias("n")).collect():
             per_rf.setdefault(r["topic_id"], []).append((int(r["n"]), r["rf"]))
-        stats: dict[str, tuple[int, int, int | None, int | None, int | None]] = {}
-        for r in partitions.groupBy("topic_id").agg(
-                F.count(F.lit(1)).alias("n"), F.countDistinct("partition_id").alias("distinct"),
-                F.min("partition_id").alias("lowest"),
-                F.max("partition_id").alias("highest")).collect():
-            # desc n, then desc RF with a null RF last (as Spark's desc ordering)
-            best = max(per_rf[r["topic_id"]],
-                       key=lambda nr: (nr[0], nr[1] is not None, nr[1] or 0))
-            stats[r["topic_id"]] = (int(r["n"]), int(r["distinct"]), r["lowest"],
-                                    r["highest"], best[1])
-        return stats
+        # desc n, then desc RF with a null RF last (as Spark's desc ordering)
+        return {tid: max(counts, key=lambda nr: (nr[0], nr[1] is not None, nr[1] or 0))[1]
+                for tid, counts in per_rf.items()}
 
     @cached_property
     def topic_facts(self) -> DataFrame:
         """Per topic id (of the topics or the partitions table): ``topic`` (name), ``known``
         (true if in the topics table, else null) and ``topic_rf``; a local relation."""
-        ids = set(self.names) | {tid for tid in self.topic_stats if tid is not None}
+        ids = set(self.names) | {tid for tid in self.topic_rfs if tid is not None}
         return self.spark.createDataFrame(
             [(tid, self.names.get(tid), True if tid in self.names else None,
-              self.topic_stats[tid][4] if tid in self.topic_stats else None)
-             for tid in sorted(ids)],
+              self.topic_rfs.get(tid)) for tid in sorted(ids)],
             "topic_id string, topic string, known boolean, topic_rf int")
 
     def broker_id_array(self) -> Column:
@@ -207,20 +195,13 @@ class Context:
         return F.array(*(F.lit(b.broker_id) for b in self.brokers)).cast("array<int>")
 
     @cached_property
-    def sequence(self) -> DataFrame:
-        """Every inactive chunk (``active`` false) and every partition as its active chunk
-        (``active`` true; stop/end null, ``leader`` and ``prior_partition_epochs`` set), with
-        ``topic`` and ``known`` (topic in the topics table) and these windows:
-
-        - along (topic_id, partition_id) ordered by (active, start_offset): ``prev_stop``,
-          ``prev_end``, ``prev_timestamp`` of the previous inactive chunk (for the active row,
-          the last inactive chunk), ``seq_rank`` (row number);
-        - over the whole partition: ``has_partition``, ``partition_rf``, ``chunks`` and
-          ``offsets`` (of its inactive chunks);
-        - ``topic_rf`` from :attr:`topic_facts` (a broadcast local relation).
-
-        One exchange, one sort. Persisted: several actions read it.
-        """
+    def assignment(self) -> DataFrame:
+        """Every inactive chunk (``active`` false, ``kind`` "chunk") and every partition as its
+        active chunk (``active`` true, ``kind`` "partition"; stop/end null, ``leader`` and
+        ``prior_partition_epochs`` set) with its replica lists, ``rf`` (replicas less
+        removing) and the topic facts ``topic``, ``known``, ``topic_rf`` (a broadcast local
+        relation). Row by row, no shuffle: each action that reads it scans the Parquet files
+        for the columns it needs."""
         def side(frame: DataFrame, active: bool) -> DataFrame:
             chunk = not active
             return frame.select(
@@ -237,49 +218,34 @@ class Context:
                  else F.col("prior_partition_epochs")).alias("prior_partition_epochs"),
                 (F.size("replicas") - F.size("removing_replicas")).alias("rf"))
 
-        rows = (side(self.now.chunks, False).unionByName(side(self.now.partitions, True))
-                .join(F.broadcast(self.topic_facts), "topic_id", "left"))
-        active = F.col("active")
-        one = F.lit(1)
-        along = Window.partitionBy("topic_id", "partition_id").orderBy("active", "start_offset")
-        whole = along.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-        inactive = ~active
-        rows = rows.select(
-            "*",
-            F.lag(F.when(inactive, F.col("stop_offset"))).over(along).alias("prev_stop"),
-            F.lag(F.when(inactive, F.col("end_offset"))).over(along).alias("prev_end"),
-            F.lag(F.when(inactive, F.col("start_timestamp"))).over(along)
-            .alias("prev_timestamp"),
-            F.row_number().over(along).alias("seq_rank"),
-            F.max(active).over(whole).alias("has_partition"),
-            F.max(F.when(active, F.col("rf"))).over(whole).alias("partition_rf"),
-            F.count(F.when(inactive, one)).over(whole).alias("chunks"),
-            F.sum(F.when(inactive, F.col("end_offset") - F.col("start_offset") + 1))
-            .over(whole).alias("offsets"))
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        self._persisted.append(rows)
-        return rows
+        rows = side(self.now.chunks, False).unionByName(side(self.now.partitions, True))
+        return rows.join(F.broadcast(self.topic_facts), "topic_id", "left")
+
+    def persist(self, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted until :meth:`close`."""
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(frame)
+        return frame
 
     @cached_property
     def broker_counts(self) -> dict[int | None, dict[str, int]]:
         """Per broker id (registered or not): replica entries in partitions and in inactive
         chunks, leaderships and offsets of the inactive chunks it replicates. One aggregate
-        over :attr:`sequence`; the result is small (one row per broker) and collected."""
-        entry = "array<struct<broker_id:int,chunk:boolean,leader:boolean,offsets:bigint>>"
-        seq = self.sequence
-        chunk = ~F.col("active")
-        offsets = F.col("end_offset") - F.col("start_offset") + 1
-        entries = F.concat(
-            F.transform("replicas", lambda b: F.struct(
-                b.alias("broker_id"), chunk.alias("chunk"), F.lit(False).alias("leader"),
-                F.when(chunk, offsets).alias("offsets"))),
-            F.when(F.col("active") & (F.col("leader") >= 0), F.array(F.struct(
-                F.col("leader").alias("broker_id"), F.lit(False).alias("chunk"),
-                F.lit(True).alias("leader"), F.lit(None).cast("bigint").alias("offsets"))))
-            .otherwise(F.array().cast(entry)))
-        exploded = seq.select(F.explode(entries).alias("e")).select("e.*")
+        over the chunks' and partitions' replica lists (exploded, no higher-order function)
+        and the partitions' leaders, partially aggregated before its one small shuffle; the
+        result (a row per broker) is collected."""
+        chunks = self.now.chunks.select(
+            F.explode("replicas").alias("broker_id"), F.lit(True).alias("chunk"),
+            F.lit(False).alias("leader"),
+            (F.col("end_offset") - F.col("start_offset") + 1).alias("offsets"))
+        partitions = self.now.partitions.select(
+            F.explode("replicas").alias("broker_id"), F.lit(False).alias("chunk"),
+            F.lit(False).alias("leader"), F.lit(None).cast("bigint").alias("offsets"))
+        leaders = self.now.partitions.where(F.col("leader") >= 0).select(
+            F.col("leader").alias("broker_id"), F.lit(False).alias("chunk"),
+            F.lit(True).alias("leader"), F.lit(None).cast("bigint").alias("offsets"))
         not_leader = ~F.col("leader")
-        rows = exploded.groupBy("broker_id").agg(
+        rows = chunks.unionByName(partitions).unionByName(leaders).groupBy("broker_id").agg(
             F.count(F.when(not_leader & ~F.col("chunk"), 1)).alias("partition_replicas"),
             F.count(F.when(not_leader & F.col("chunk"), 1)).alias("chunk_replicas"),
             F.count(F.when(F.col("leader"), 1)).alias("leaders"),

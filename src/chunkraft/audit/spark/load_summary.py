@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from chunkraft.audit.model import BrokerLoad, LoadSummary, PartitionHeat, RackLoad
 from chunkraft.audit.spark.context import Context
+from chunkraft.audit.spark.rules import sequence
 
 __all__ = ["hottest_frame", "hottest_rows", "load_summary"]
 
@@ -17,10 +18,12 @@ _MEASURES = ("chunk_replicas", "partition_replicas", "leaders", "offsets")
 
 def hottest_frame(ctx: Context) -> DataFrame:
     """Partitions by offsets in inactive chunks desc, then chunks desc (then by key), from the
-    sequence frame's partition rows (their ``chunks`` and ``offsets`` windows)."""
-    facts = ctx.sequence.where(F.col("active")).select(
-        "topic_id", "topic", "partition_id", "chunks",
-        F.coalesce("offsets", F.lit(0)).alias("offsets"))
+    partition rows of :func:`chunkraft.audit.spark.rules.sequence.frame` (their ``chunks``
+    and ``offsets`` windows)."""
+    facts = (sequence.frame(ctx).where(F.col("active"))
+             .join(F.broadcast(ctx.topic_names.drop("known")), "topic_id", "left")
+             .select("topic_id", "topic", "partition_id", "chunks",
+                     F.coalesce("offsets", F.lit(0)).alias("offsets")))
     return facts.orderBy(F.desc("offsets"), F.desc("chunks"), F.asc_nulls_first("topic"),
                          "topic_id", "partition_id")
 

@@ -38,12 +38,9 @@ def export_summary(export: ExportInput) -> ExportSummary:
 def violations_frame(ctx: Context) -> tuple[DataFrame, dict[str, str]]:
     """The union of every rule's violations, with ``topic``, and the skipped rules."""
     fused, others, skipped = all_rules(ctx)
-    frames = [fused.select(*VIOLATION_COLUMNS)]
-    if others:
-        union = reduce(DataFrame.unionByName, others)
-        named = union.join(F.broadcast(ctx.topic_names.drop("known")), "topic_id", "left")
-        frames.append(named.select(*VIOLATION_COLUMNS))
-    return reduce(DataFrame.unionByName, frames), skipped
+    union = reduce(DataFrame.unionByName, [fused, *others])
+    named = union.join(F.broadcast(ctx.topic_names.drop("known")), "topic_id", "left")
+    return named.select(*VIOLATION_COLUMNS), skipped
 
 
 def _rule_results(ctx: Context) -> list[RuleResult]:

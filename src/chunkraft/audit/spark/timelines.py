@@ -6,6 +6,7 @@ import operator
 from collections import defaultdict
 from functools import reduce
 
+from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from chunkraft.audit.model import RuleResult, Timeline, TimelineChunk
@@ -33,18 +34,27 @@ def timelines(ctx: Context, results: list[RuleResult]) -> list[Timeline]:
             chosen.setdefault((hot["topic_id"], hot["partition_id"]), "hottest")
     if not chosen:
         return []
-    # A handful of partitions: a literal filter on the persisted sequence frame; an inactive
-    # chunk's rank from the newest is its partition's chunk count - its row number + 1.
+    # A handful of partitions: a literal filter on the assignment; each keeps its
+    # timeline_chunks newest inactive chunks, chosen here.
     wanted = reduce(operator.or_, ((F.col("topic_id") == tid) & (F.col("partition_id") == pid)
                                    for tid, pid in chosen))
-    newest = F.col("chunks") - F.col("seq_rank") + 1
-    rows = (ctx.sequence.where(wanted & (F.col("active")
-                                         | (newest <= ctx.settings.timeline_chunks)))
-            .select("topic_id", "topic", "partition_id", "start_offset",
-                    F.coalesce("stop_offset", F.lit(-1)).alias("stop_offset"),
-                    F.coalesce("end_offset", F.lit(-1)).alias("end_offset"),
-                    "start_timestamp", "replicas", "active")
-            .collect())
+    found = (ctx.assignment.where(wanted)
+             .select("topic_id", "topic", "partition_id", "start_offset",
+                     F.coalesce("stop_offset", F.lit(-1)).alias("stop_offset"),
+                     F.coalesce("end_offset", F.lit(-1)).alias("end_offset"),
+                     "start_timestamp", "replicas", "active")
+             .collect())
+    inactive: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    rows: list[Row] = []
+    for row in found:
+        if row["active"]:
+            rows.append(row)
+        else:
+            inactive[(row["topic_id"], row["partition_id"])].append(row)
+    newest = max(ctx.settings.timeline_chunks, 0)
+    for mine in inactive.values():
+        mine.sort(key=lambda r: r["start_offset"])
+        rows.extend(mine[len(mine) - newest:] if newest else [])
     chunks: dict[tuple[str, int], list[TimelineChunk]] = defaultdict(list)
     names: dict[tuple[str, int], str] = {}
     for row in rows:

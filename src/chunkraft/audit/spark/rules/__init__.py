@@ -1,9 +1,10 @@
 """The rules of :mod:`chunkraft.audit.catalog` as DataFrames of violations.
 
-:mod:`~chunkraft.audit.spark.rules.sequence` yields one frame for every rule that reads a single
-row of the sequence frame; each other area's ``rules(ctx)`` maps rule ids to a DataFrame of
-violation rows (the columns of :data:`chunkraft.audit.model.VIOLATION_COLUMNS` but ``topic``),
-or to a string saying why the rule is skipped (a missing input).
+:mod:`~chunkraft.audit.spark.rules.sequence` yields one frame for every rule that reads a row of
+the assignment or compares it along its partition; each other area's ``rules(ctx)`` maps rule
+ids to a DataFrame of violation rows (the columns of
+:data:`chunkraft.audit.model.VIOLATION_COLUMNS` but ``topic``), or to a string saying why the
+rule is skipped (a missing input).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ __all__ = ["all_rules"]
 
 
 def all_rules(ctx: Context) -> tuple[DataFrame, list[DataFrame], dict[str, str]]:
-    """Every catalog rule: the sequence rules' violations (with ``topic``), the other rules'
-    violation frames (without), and the skipped rules with why."""
+    """Every catalog rule: the sequence rules' violations, the other rules' violation frames,
+    and the skipped rules with why (no frame has ``topic`` yet)."""
     others: list[DataFrame] = []
     skipped: dict[str, str] = {}
     covered = set(sequence.RULE_IDS)

@@ -23,9 +23,11 @@ def rules(ctx: Context) -> dict[str, DataFrame | str]:
         return dict.fromkeys(_IDS, _NEEDS)
     brokers = ctx.state_brokers
     # Partitions of known topics and chunks of known partitions, with their topic names.
-    known = ctx.sequence.where(F.col("known").isNotNull())
+    known = ctx.assignment.where(F.col("known").isNotNull())
     partitions = known.where(F.col("active"))
-    chunks = known.where(~F.col("active") & F.col("has_partition"))
+    chunks = known.where(~F.col("active")).join(
+        partitions.select("topic_id", "partition_id"), ["topic_id", "partition_id"],
+        "left_semi")
     replicas = ctx.states["local_replicas"]
     held = replicas.where(F.col("first_offset_held") >= 0)
     logs = ctx.states["local_logs"]

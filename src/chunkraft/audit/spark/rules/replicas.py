@@ -48,7 +48,7 @@ def rules(ctx: Context) -> dict[str, DataFrame | str]:
         ).where((F.size("adding") > 0) | (F.size("removing") > 0))
 
     if gap >= settings.stuck_move_threshold_ms:
-        stuck = moving(ctx.sequence).join(
+        stuck = moving(ctx.assignment).join(
             moving(_replica_rows_of(before)).select(
                 "kind", "topic_id", "partition_id", "chunk_key",
                 F.col("adding").alias("adding_before"),
