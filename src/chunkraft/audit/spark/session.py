@@ -24,7 +24,10 @@ DEFAULT_CONF: dict[str, str] = {
     # The audit's shuffles are of one snapshot: a few partitions per core beat Spark's 200.
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "2g",
-    "spark.sql.adaptive.enabled": "true",
+    # Adaptive execution re-plans at every shuffle; the audit's plans have one big shuffle.
+    # The 1M-partition audit (report.json seconds.total) took 45.7 s and 50.9 s without it,
+    # 51.0 s and 52.9 s with it (bench/RESULTS.md, issue 7).
+    "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
 }
 """Settings applied unless the caller's ``conf`` (or spark-submit's) gives its own."""
