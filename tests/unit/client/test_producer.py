@@ -259,6 +259,18 @@ def test_a_moved_records_future_follows_it_to_its_new_batch(cluster: FakeCluster
     assert sorted(callbacks) == sorted(m.partition for m in metas)
 
 
+def _send_across_growth(cluster: FakeCluster, producer: Producer) -> list[Any]:
+    """Sends 40 keyed records while the topic grows 3 -> 5; their metadata, after checking
+    that each record was stored exactly once."""
+    futures = [producer.send("t", b"g%d" % i, key=b"key%d" % i) for i in range(40)]
+    producer.flush(timeout=10)
+    metas = [f.get(0) for f in futures]
+    stored = [v for p in range(5) for v in cluster.values("t", p)
+              if v is not None and v.startswith(b"g")]
+    assert sorted(stored) == sorted(b"g%d" % i for i in range(40))  # each once
+    return metas
+
+
 def test_kip_253_a_batch_that_may_have_been_written_is_not_re_partitioned(
         cluster: FakeCluster, producer: Producer) -> None:
     producer.send("t", b"warm", key=b"k").get(10)
@@ -271,12 +283,7 @@ def test_kip_253_a_batch_that_may_have_been_written_is_not_re_partitioned(
         return httpx.ReadError("connection reset after the append")
 
     cluster.scripts.append(once("produce", append_grow_and_drop))
-    futures = [producer.send("t", b"g%d" % i, key=b"key%d" % i) for i in range(40)]
-    producer.flush(timeout=10)
-    metas = [f.get(0) for f in futures]
-    stored = [v for p in range(5) for v in cluster.values("t", p)
-              if v is not None and v.startswith(b"g")]
-    assert sorted(stored) == sorted(b"g%d" % i for i in range(40))  # each once
+    metas = _send_across_growth(cluster, producer)
     moved = [i for i, m in enumerate(metas) if m.partition != partition_for_key(
         b"key%d" % i, 5)]
     assert moved  # the batch the broker wrote before the lost answer stayed behind
@@ -299,15 +306,11 @@ def test_kip_253_a_batch_refused_after_its_append_is_not_re_partitioned(
                                 body["topics"][0]["partitions"][0]["index"])
         cluster._produce(broker, body)
         cluster.topics["t"] = 5
-        return error_answer(after_append)(body)
+        refused: httpx.Response = error_answer(after_append)(body)
+        return refused
 
     cluster.scripts.append(once("produce", append_grow_and_refuse))
-    futures = [producer.send("t", b"g%d" % i, key=b"key%d" % i) for i in range(40)]
-    producer.flush(timeout=10)
-    metas = [f.get(0) for f in futures]
-    stored = [v for p in range(5) for v in cluster.values("t", p)
-              if v is not None and v.startswith(b"g")]
-    assert sorted(stored) == sorted(b"g%d" % i for i in range(40))  # each once
+    metas = _send_across_growth(cluster, producer)
     assert len({(m.partition, m.offset) for m in metas}) == len(metas)
     for meta, index in zip(metas, range(40), strict=True):
         assert cluster.values("t", meta.partition)[meta.offset] == b"g%d" % index
