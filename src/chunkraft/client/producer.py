@@ -112,8 +112,10 @@ _FENCED = frozenset({Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH})
 _MAYBE_APPENDED = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT,
                              Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                              Errors.UNKNOWN_SERVER_ERROR, Errors.NETWORK_EXCEPTION})
-"""Errors a leader may answer after it appended the batch (acks=all: the leader epoch changed,
-the ISR did not catch up in time or shrank while it waited): the batch may be on the log, so a
+"""Outcomes after which the batch may be on the log: no answer (NETWORK_EXCEPTION, or no
+result for the partition), or an error a leader may answer after it appended the batch
+(acks=all: the leader epoch changed, the ISR did not catch up in time or shrank while it
+waited). The batch may be on the log, so a
 KIP-253 re-partitioning must send it again as it was, never move its records (they would be
 written twice, and the sequences after it reused)."""
 _OUT_OF_ORDER_ATTEMPTS = 10
@@ -733,15 +735,13 @@ class Producer:
             answer = await self._rpc.post(url, "produce", request, ProduceResponse)
         except BrokerClientError as error:
             fatal = error.status in (400, 401, 403, 413)
-            for batch in batches:
-                batch.maybe_written = batch.maybe_written or not fatal
+            for batch in batches:  # no answer: _outcome marks them as maybe written
                 self._outcome(batch, error.error if fatal else Errors.NETWORK_EXCEPTION,
                               -1, str(error))
             return
         except httpx.HTTPError as error:
             self._request_refresh()
             for batch in batches:
-                batch.maybe_written = True
                 self._outcome(batch, Errors.NETWORK_EXCEPTION, -1,
                               f"{type(error).__name__}: {error}")
             return

@@ -29,6 +29,11 @@ __all__ = ["VIOLATION_STRUCT", "BrokerInfo", "Context", "candidate", "violation"
 
 VIOLATION_STRUCT = ("rule_id", "partition_id", "start_offset", "broker_id", "detail")
 """The fields of a violation struct built by :func:`candidate` (the row gives ``topic_id``)."""
+_VIOLATION_TYPES = {"rule_id": "string", "partition_id": "int", "start_offset": "bigint",
+                    "broker_id": "int", "detail": "string"}
+VIOLATIONS_TYPE = "array<struct<" + ",".join(
+    f"{name}:{_VIOLATION_TYPES[name]}" for name in VIOLATION_STRUCT) + ">>"
+"""The Spark type of an array of :func:`candidate` structs."""
 
 
 def violation(frame: DataFrame, rule_id: str, *, detail: Column,
@@ -52,14 +57,14 @@ def candidate(condition: Column, rule_id: str, detail: Column, *,
               partition_id: Column | None = None, start_offset: Column | None = None,
               broker_id: Column | None = None) -> Column:
     """A violation struct when ``condition`` holds on the row, else null (see
-    :func:`Context.sequence_violations`, which keeps the non-null ones of every rule)."""
+    :func:`chunkraft.audit.spark.rules.sequence.frame`, which keeps the non-null ones)."""
     def typed(column: Column | None, kind: str) -> Column:
         return (F.lit(None) if column is None else column).cast(kind)
 
-    return F.when(condition, F.struct(
-        F.lit(rule_id).alias("rule_id"), typed(partition_id, "int").alias("partition_id"),
-        typed(start_offset, "bigint").alias("start_offset"),
-        typed(broker_id, "int").alias("broker_id"), detail.cast("string").alias("detail")))
+    fields = {"rule_id": F.lit(rule_id), "partition_id": partition_id,
+              "start_offset": start_offset, "broker_id": broker_id, "detail": detail}
+    return F.when(condition, F.struct(*(typed(fields[name], _VIOLATION_TYPES[name]).alias(name)
+                                        for name in VIOLATION_STRUCT)))
 
 
 @dataclass(frozen=True)

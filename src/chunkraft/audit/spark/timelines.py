@@ -54,7 +54,7 @@ def timelines(ctx: Context, results: list[RuleResult]) -> list[Timeline]:
     newest = max(ctx.settings.timeline_chunks, 0)
     for mine in inactive.values():
         mine.sort(key=lambda r: r["start_offset"])
-        rows.extend(mine[len(mine) - newest:] if newest else [])
+        rows.extend(mine[-newest:] if newest else [])
     chunks: dict[tuple[str, int], list[TimelineChunk]] = defaultdict(list)
     names: dict[tuple[str, int], str] = {}
     for row in rows:
