@@ -2,8 +2,9 @@
 
 Runs ``run_audit`` on an existing export in one SparkSession (``--repeat`` times: the first run
 pays for JIT and code generation), with Spark's event log written to a temporary directory,
-then prints JSON lines: one per run (wall seconds and the report's phases), one per job (wall
-seconds and where in the audit it was started) and one per stage of at least
+then prints JSON lines: one per run (wall seconds and the report's phases), one per job (start
+and wall seconds, from the application's start, and where in the audit it was started) and one
+per stage of at least
 ``--min-stage-s`` (tasks, CPU seconds, shuffle MiB written and read).
 
     .venv/bin/python bench/profile_spark_audit.py --export DIR [--previous DIR]
@@ -40,6 +41,9 @@ def _jobs_and_stages(events: list[dict[str, Any]], min_stage_s: float) -> list[d
     stage_job: dict[int, int] = {}
     stages: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     walls: dict[int, float] = {}
+    begun: dict[int, float] = {}
+    origin = next((e["Timestamp"] for e in events
+                   if e["Event"] == "SparkListenerApplicationStart"), 0)
     for event in events:
         kind = event["Event"]
         if kind == "SparkListenerJobStart":
@@ -54,6 +58,7 @@ def _jobs_and_stages(events: list[dict[str, Any]], min_stage_s: float) -> list[d
             info = event["Stage Info"]
             if "Submission Time" in info and "Completion Time" in info:
                 walls[info["Stage ID"]] = (info["Completion Time"] - info["Submission Time"]) / 1000
+                begun[info["Stage ID"]] = (info["Submission Time"] - origin) / 1000
         elif kind == "SparkListenerTaskEnd":
             metrics = event.get("Task Metrics") or {}
             stage = stages[event["Stage ID"]]
@@ -66,12 +71,13 @@ def _jobs_and_stages(events: list[dict[str, Any]], min_stage_s: float) -> list[d
                                           + read.get("Remote Bytes Read", 0)) / 2**20
     lines: list[dict[str, Any]] = []
     for job_id, job in sorted(jobs.items()):
-        lines.append({"job": job_id, "wall_s": round((job.get("end", job["start"])
-                                                       - job["start"]) / 1000, 2),
+        lines.append({"job": job_id, "start_s": round((job["start"] - origin) / 1000, 2),
+                      "wall_s": round((job.get("end", job["start"]) - job["start"]) / 1000, 2),
                       "where": job["where"]})
     for stage_id, wall in sorted(walls.items()):
         if wall >= min_stage_s:
-            lines.append({"stage": stage_id, "job": stage_job.get(stage_id), "wall_s": wall,
+            lines.append({"stage": stage_id, "job": stage_job.get(stage_id),
+                          "start_s": begun[stage_id], "wall_s": wall,
                           **{k: round(v, 1) for k, v in stages[stage_id].items()}})
     return lines
 

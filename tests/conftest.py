@@ -15,9 +15,16 @@ with ``-n 0``, nothing here takes effect.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+# ``chunkraft audit`` keeps a class-data sharing archive of its driver JVM in the user's cache
+# (chunkraft.audit.spark.class_archive). Tests must not write there, and writing it costs the
+# first audit about 15 s: it is off for the suite (child processes inherit this), and on only
+# in tests/integration/test_audit_class_archive.py, in a temporary directory.
+os.environ.setdefault("CHUNKRAFT_SPARK_CDS", "0")
 
 PROCESS_GROUP = "processes"
 """The work unit of the tests that start real processes."""

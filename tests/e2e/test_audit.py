@@ -56,11 +56,12 @@ class Exported:
     cut_at: tuple[int, int]  # orders-0's inactive chunks start at 0 and at 100
 
 
-def chunkraft(*argv: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def chunkraft(*argv: str, timeout: float,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``chunkraft ARGV`` as a process, with the test's Python (and its venv)."""
     environment = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                    "PYSPARK_DRIVER_PYTHON": sys.executable,
-                   "SPARK_LOCAL_IP": "127.0.0.1"}
+                   "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     return subprocess.run([sys.executable, "-m", "chunkraft", *argv], capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=environment)
 
@@ -155,19 +156,23 @@ def test_export_holds_the_operations(exported: Exported) -> None:
     assert not list(exported.directory.parent.glob(".*tmp-*"))
 
 
-def audit(snapshot: Path, report: Path) -> tuple[subprocess.CompletedProcess[str],
-                                                  dict[str, Any]]:
+def audit(snapshot: Path, report: Path, env: dict[str, str] | None = None,
+          ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     done = chunkraft("audit", "--snapshot", str(snapshot), "--report", str(report),
                      "--engine", "spark", "--master", "local[1]",
                      "--conf", "spark.ui.enabled=false",
-                     "--conf", "spark.sql.shuffle.partitions=2", timeout=AUDIT_TIMEOUT)
+                     "--conf", "spark.sql.shuffle.partitions=2", timeout=AUDIT_TIMEOUT,
+                     env=env)
     value = json.loads((report / "report.json").read_text(encoding="utf-8"))
     return done, value
 
 
 def test_the_export_audits_clean(exported: Exported, tmp_path: Path) -> None:
-    report = tmp_path / "report"
-    done, value = audit(exported.directory, report)
+    """... and, as on a fresh machine, the audit leaves its driver JVM's class archive in the
+    cache for the next run (off for the rest of the suite)."""
+    report, cache = tmp_path / "report", tmp_path / "cache"
+    done, value = audit(exported.directory, report,
+                        env={"CHUNKRAFT_SPARK_CDS": "1", "CHUNKRAFT_CACHE_DIR": str(cache)})
     fired = {r["rule_id"]: r for r in value["rules"] if r["count"]}
     assert done.returncode == 0, f"{fired}\n{done.stdout}\n{done.stderr[-3000:]}"
     assert sorted(p.name for p in report.iterdir()) == ["report.html", "report.json",
@@ -180,6 +185,11 @@ def test_the_export_audits_clean(exported: Exported, tmp_path: Path) -> None:
     orders = timelines[("orders", 0)]
     assert [c["start_offset"] for c in orders["chunks"]] == [0, 100, 200]
     assert "<svg" in (report / "report.html").read_text(encoding="utf-8")
+    assert "saving the Spark driver's class archive" in done.stderr
+    archives = list((cache / "spark-cds").glob("*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 1_000_000
+    record = json.loads(archives[0].with_suffix(".json").read_text(encoding="utf-8"))
+    assert record["size"] == archives[0].stat().st_size
 
 
 def corrupt(source: Path, target: Path, *, partition: int, start: int, new_start: int) -> Path:

@@ -11,12 +11,18 @@ import argparse
 import dataclasses
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chunkraft.audit.catalog import Severity
 from chunkraft.audit.inputs import AuditInputError, AuditInputs, AuditSettings
 from chunkraft.audit.model import AuditReport
+
+if TYPE_CHECKING:  # pyspark is imported only when the Spark engine runs
+    from pyspark.sql import SparkSession
+
+    from chunkraft.audit.spark.session import LaunchedDriver
 
 __all__ = ["add_arguments", "build_parser", "main", "parse_duration", "run"]
 
@@ -67,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _audit(args: argparse.Namespace) -> AuditReport:
+def _audit(args: argparse.Namespace, cleanup: list[Callable[[], None]]) -> AuditReport:
     inputs = AuditInputs.load(args.snapshot, args.previous, tuple(args.brokers_state))
     settings = AuditSettings(sample_size=args.sample_size,
                              fenced_threshold_ms=args.fenced_threshold,
@@ -77,17 +83,38 @@ def _audit(args: argparse.Namespace) -> AuditReport:
         from chunkraft.audit.arrow.runner import run_audit as run_arrow
 
         return run_arrow(inputs, settings)
+    from chunkraft.audit.spark.class_archive import ClassArchive
     from chunkraft.audit.spark.runner import run_audit as run_spark
-    from chunkraft.audit.spark.session import build_session
+    from chunkraft.audit.spark.session import start_session
 
-    spark = build_session(args.master, dict(args.conf))
+    spark, launched = start_session(args.master, dict(args.conf),
+                                    ClassArchive.for_this_installation())
+    if launched is not None:
+        cleanup.append(lambda: _stop(spark, launched))
     return run_spark(spark, inputs, settings)
 
 
+def _stop(spark: SparkSession, launched: LaunchedDriver) -> None:
+    if launched.writes_archive:
+        print("audit: saving the Spark driver's class archive for faster starts (once)",
+              file=sys.stderr, flush=True)
+    launched.stop(spark)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Runs the audit of parsed ``args``; returns the exit status (0, 1 or 2)."""
+    """Runs the audit of parsed ``args``; returns the exit status (0, 1 or 2). The reports
+    are written before the Spark session (and a driver JVM this process started) stops."""
+    cleanup: list[Callable[[], None]] = []
     try:
-        report = _audit(args)
+        return _run(args, cleanup)
+    finally:
+        for step in cleanup:
+            step()
+
+
+def _run(args: argparse.Namespace, cleanup: list[Callable[[], None]]) -> int:
+    try:
+        report = _audit(args, cleanup)
     except AuditInputError as error:
         return _fail(args, str(error))
     except Exception as error:  # a Spark or I/O failure: the scheduler must see status 2
@@ -101,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     status = report.exit_code()
     fired = [f"{r.rule_id} ({r.count})" for r in report.rules if r.count]
     print(f"audit: {'violations: ' + ', '.join(fired) if fired else 'clean'}"
-          f"{'' if args.report is None else f'; report in {args.report}'}")
+          f"{'' if args.report is None else f'; report in {args.report}'}", flush=True)
     return status
 
 

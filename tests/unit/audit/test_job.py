@@ -42,3 +42,5 @@ def test_clean_exits_0_and_violations_exit_1(spark: SparkSession, tmp_path: Path
     ts = write_snapshot_export(tmp_path / "ts", CORRUPTIONS["chunks.timestamps"]().records,
                                offset=10, time_ms=1_000)
     assert main(["--snapshot", str(ts), "--fail-on", "error"]) == 0
+    # The job found this session running: it is not the job's to stop.
+    assert spark.range(3).count() == 3

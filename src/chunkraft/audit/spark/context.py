@@ -5,7 +5,8 @@ Spark pays per stage, not per row, on small inputs, and recomputes any frame sev
 use unless it is persisted. So the audit is a few fused passes:
 
 - the small dimension tables (brokers, topics, producer ids: thousands of rows at most) are
-  collected once and used as literals or job-free broadcast relations instead of shuffled joins;
+  collected once and used as literals or constant frames (:func:`literal_frame`, broadcast
+  without a job or a Python worker) instead of shuffled joins;
 - :attr:`Context.assignment` is every inactive chunk and every partition (as its active
   chunk) in one frame with the topic facts, row by row: the per-broker load is one partially
   aggregated pass over it, and the rules that compare rows along a partition read it through
@@ -23,6 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from chunkraft.audit.inputs import AuditInputs, AuditSettings
+from chunkraft.audit.spark.literal import literal_frame
 from chunkraft.audit.spark.read import SnapshotFrames, read_snapshot, read_states
 
 __all__ = ["VIOLATION_STRUCT", "BrokerInfo", "Context", "candidate", "violation"]
@@ -156,20 +158,20 @@ class Context:
 
     @cached_property
     def topic_names(self) -> DataFrame:
-        """topic_id -> topic as a local relation (broadcast without a shuffle); ``known`` is
+        """topic_id -> topic as a constant frame (broadcast without a shuffle); ``known`` is
         true on every row, so a left join tells known topics apart."""
-        return self.spark.createDataFrame(
+        return self.local_frame(
             [(tid, name, True) for tid, name in sorted(self.names.items())],
             "topic_id string, topic string, known boolean")
 
     @cached_property
     def topic_ids(self) -> DataFrame:
-        """topic name -> topic_id (the smallest id, should names repeat), a local relation."""
+        """topic name -> topic_id (the smallest id, should names repeat), a constant frame."""
         found: dict[str, str] = {}
         for name, topic_id in self.topic_rows:
             if name is not None and topic_id is not None:
                 found[name] = min(found.get(name, topic_id), topic_id)
-        return self.spark.createDataFrame(sorted(found.items()), "topic string, topic_id string")
+        return self.local_frame(sorted(found.items()), "topic string, topic_id string")
 
     @cached_property
     def topic_rfs(self) -> dict[str, int | None]:
@@ -188,9 +190,9 @@ class Context:
     @cached_property
     def topic_facts(self) -> DataFrame:
         """Per topic id (of the topics or the partitions table): ``topic`` (name), ``known``
-        (true if in the topics table, else null) and ``topic_rf``; a local relation."""
+        (true if in the topics table, else null) and ``topic_rf``; a constant frame."""
         ids = set(self.names) | {tid for tid in self.topic_rfs if tid is not None}
-        return self.spark.createDataFrame(
+        return self.local_frame(
             [(tid, self.names.get(tid), True if tid in self.names else None,
               self.topic_rfs.get(tid)) for tid in sorted(ids)],
             "topic_id string, topic string, known boolean, topic_rf int")
@@ -204,8 +206,8 @@ class Context:
         """Every inactive chunk (``active`` false, ``kind`` "chunk") and every partition as its
         active chunk (``active`` true, ``kind`` "partition"; stop/end null, ``leader`` and
         ``prior_partition_epochs`` set) with its replica lists, ``rf`` (replicas less
-        removing) and the topic facts ``topic``, ``known``, ``topic_rf`` (a broadcast local
-        relation). Row by row, no shuffle: each action that reads it scans the Parquet files
+        removing) and the topic facts ``topic``, ``known``, ``topic_rf`` (a broadcast constant
+        frame). Row by row, no shuffle: each action that reads it scans the Parquet files
         for the columns it needs."""
         def side(frame: DataFrame, active: bool) -> DataFrame:
             chunk = not active
@@ -265,6 +267,7 @@ class Context:
         return self.broker_counts.get(broker_id, zero)
 
     def local_frame(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
-        """A small driver-side table as a DataFrame (a local relation: no job to read)."""
-        return self.spark.createDataFrame(rows, schema)
+        """A small driver-side table as a DataFrame (a constant Spark folds: no Python
+        worker, no job to read it)."""
+        return literal_frame(self.spark, rows, schema)
 

@@ -90,7 +90,7 @@ def _hottest(ctx: Context, has_states: bool) -> list[PartitionHeat]:
     rows = hottest_rows(ctx)[:ctx.settings.hottest]
     sizes: dict[tuple[str, int], int] = {}
     if has_states and rows:
-        wanted = ctx.spark.createDataFrame(
+        wanted = ctx.local_frame(
             [(row["topic"], row["partition_id"]) for row in rows if row["topic"] is not None],
             "topic string, partition_id int")
         for size in (ctx.states["local_replicas"].join(wanted, ["topic", "partition_id"])

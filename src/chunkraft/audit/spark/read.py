@@ -8,6 +8,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 
 from chunkraft.audit.inputs import AuditInputs, ExportInput
+from chunkraft.audit.spark.literal import literal_frame
 from chunkraft.audit.spark.schemas import spark_schema
 from chunkraft.export.tables import BROKER_STATE_TABLES, CONTROLLER_TABLES
 
@@ -43,5 +44,5 @@ def read_states(spark: SparkSession, inputs: AuditInputs) -> dict[str, DataFrame
     for spec in BROKER_STATE_TABLES:
         parts = [read_table(spark, state, spec.name) for state in inputs.broker_states]
         frames[spec.name] = (reduce(DataFrame.unionByName, parts) if parts
-                             else spark.createDataFrame([], spark_schema(spec.name)))
+                             else literal_frame(spark, [], spark_schema(spec.name)))
     return frames

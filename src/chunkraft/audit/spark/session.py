@@ -2,20 +2,34 @@
 
 ``spark-submit --master ...`` decides where a submitted job runs, and a ``.master()`` in code
 would override it, so :func:`build_session` sets the master only when the caller names one;
-without either, PySpark runs ``local[*]``.
+without either, PySpark runs ``local[*]``. When this process launches the driver JVM itself
+(not under spark-submit), it can start it with a class-data sharing archive
+(:mod:`chunkraft.audit.spark.class_archive`, through :func:`start_session`); the
+:class:`LaunchedDriver` it returns then stops that JVM and publishes the archive it wrote.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_CONF", "build_session", "quiet_log4j_file"]
+from chunkraft.audit.spark.class_archive import ClassArchive
+
+__all__ = ["DEFAULT_CONF", "LaunchedDriver", "build_session", "quiet_log4j_file",
+           "start_session"]
+
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_JVM_EXIT_TIMEOUT_S = 120.0
+"""How long :meth:`LaunchedDriver.stop` waits for the driver JVM to exit (writing a class archive
+took about 11 s here)."""
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.app.name": "chunkraft-audit",
@@ -53,6 +67,50 @@ def quiet_log4j_file() -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class LaunchedDriver:
+    """The driver JVM one :func:`start_session` call launched in this process.
+
+    Contract: :meth:`stop` stops the session and this JVM, waits for it (bounded) and, if
+    the JVM wrote a class archive and exited with status 0, publishes the archive. Only the
+    caller that launched the JVM holds one, so a session found running is never stopped.
+    """
+
+    archive: ClassArchive | None
+    writes_archive: bool  # the JVM writes a pending archive as it exits (a slower stop, once)
+
+    def stop(self, spark: SparkSession) -> None:
+        gateway = SparkContext._gateway
+        process = getattr(gateway, "proc", None) if gateway is not None else None
+        spark.stop()
+        if gateway is None or process is None:
+            return
+        gateway.shutdown()
+        _forget_jvm()
+        if process.stdin is not None:
+            process.stdin.close()  # the JVM exits when its stdin closes
+        try:
+            status = process.wait(timeout=_JVM_EXIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            return
+        if self.archive is not None and self.writes_archive and status == 0:
+            self.archive.publish()
+
+
+def _launches_jvm() -> bool:
+    """True when getOrCreate will start a driver JVM (not under spark-submit, none yet)."""
+    return SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+
+
+def _forget_jvm() -> None:
+    """Lets the next session launch a new driver JVM (PySpark keeps the gateway in
+    class attributes)."""
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def build_session(master: str | None = None,
                   conf: Mapping[str, str] | None = None) -> SparkSession:
     """A SparkSession for the audit (an existing one is reused, with ``conf`` applied).
@@ -61,13 +119,45 @@ def build_session(master: str | None = None,
     127.0.0.1 and this interpreter, so a laptop run binds locally and executors run the same
     Python (and packages) as the driver.
     """
+    return start_session(master, conf)[0]
+
+
+def start_session(master: str | None = None, conf: Mapping[str, str] | None = None,
+                  class_archive: ClassArchive | None = None,
+                  ) -> tuple[SparkSession, LaunchedDriver | None]:
+    """:func:`build_session`, and the :class:`LaunchedDriver` if this call launched the
+    driver JVM (None if it reused a session or runs under spark-submit).
+
+    ``class_archive`` is used only when this call launches the JVM and ``conf`` sets no
+    driver Java options of its own; should the JVM fail to start with a published archive,
+    the archive is discarded and the JVM started without one.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings = dict(DEFAULT_CONF)
-    settings["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j.configurationFile=file:{quiet_log4j_file()}")
+    settings[_JAVA_OPTIONS] = f"-Dlog4j.configurationFile=file:{quiet_log4j_file()}"
     settings.update(conf or {})
+    if not _launches_jvm():
+        return _get_or_create(master, settings), None
+    options: tuple[str, ...] = ()
+    if class_archive is not None and _JAVA_OPTIONS not in (conf or {}):
+        options = class_archive.java_options()
+    maps = any(o.startswith("-XX:SharedArchiveFile=") for o in options)
+    try:
+        session = _get_or_create(master, {
+            **settings, _JAVA_OPTIONS: " ".join((settings[_JAVA_OPTIONS], *options))})
+    except Exception:
+        if class_archive is None or not maps:
+            raise
+        class_archive.discard()
+        _forget_jvm()
+        return _get_or_create(master, settings), LaunchedDriver(None, writes_archive=False)
+    writes = bool(options) and not maps
+    return session, LaunchedDriver(class_archive if options else None, writes_archive=writes)
+
+
+def _get_or_create(master: str | None, settings: Mapping[str, str]) -> SparkSession:
     builder = SparkSession.builder
     if master is not None:
         builder = builder.master(master)

@@ -1,7 +1,8 @@
 """load.skew: no registered broker holds more than max_skew times the mean chunk replicas.
 
-The per-broker counts are one aggregate of the sequence frame, collected (a row per broker);
-the rule filters them as a local relation, with the mean over registered brokers a literal.
+The per-broker counts are one aggregate of the replica lists (``Context.broker_counts``, a row
+per broker); the rule filters them as a constant frame, with the mean over registered brokers a
+literal.
 """
 
 from __future__ import annotations
