@@ -7,7 +7,9 @@ each as its own subprocess, so its wall time and peak memory are its own:
 
 - export: ``chunkraft snapshot export --snapshot FILE --out DIR``: seconds, Parquet MiB per table;
 - spark: ``chunkraft audit --snapshot DIR --engine spark --master local[2] --report OUT``: wall
-  seconds (JVM start included) and the job's own phases from report.json;
+  seconds (JVM start included) and the job's own phases from report.json; ``class_archive``
+  says whether its driver JVM mapped the class-data sharing archive (``mapped``), wrote it as
+  it exited (``written``: the first run after an install, slower) or ran without (``off``);
 - arrow: the same with ``--engine arrow``.
 
 Peak memory is the largest sum of RSS over the subprocess and its descendants (the JVM, the
@@ -124,6 +126,14 @@ def _has_audit_command() -> bool:
     return subprocess.run([*_chunkraft(), "audit", "--help"], capture_output=True).returncode == 0
 
 
+def _class_archive_state() -> str:
+    """What the next ``chunkraft audit`` driver JVM does with its class archive."""
+    from chunkraft.audit.spark.class_archive import ClassArchive
+
+    archive = ClassArchive.for_this_installation()
+    return "off" if archive is None else "mapped" if archive.usable() else "written"
+
+
 def audit(engine: str, export: Path, out: Path, master: str, direct: bool) -> dict[str, Any]:
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -204,9 +214,11 @@ def main() -> None:
                   "`chunkraft audit`", file=sys.stderr)
         counts: dict[str, dict[str, int]] = {}
         for engine in engines:
+            archive_state = _class_archive_state()
             result = audit(engine, export, work / f"report-{engine}", args.master, direct)
             counts[engine] = result["counts"]
-            extra = {"target_s": 60} if engine == "spark" else {}
+            extra = ({"target_s": 60, "class_archive": archive_state} if engine == "spark"
+                     else {})
             report(engine, "wall time", result["seconds"], "s", direct=direct, **extra)
             report(engine, "peak RSS (process tree)", result["peak_rss_mib"], "MiB")
             for phase, seconds in result["phases"].items():
