@@ -2,10 +2,10 @@
 
 Starting Spark's driver JVM loads and verifies thousands of classes. HotSpot can write the
 classes a run loaded to an archive when the JVM exits (``-XX:ArchiveClassesAtExit``) and map
-that archive at the next start (``-XX:SharedArchiveFile``). Measured on this 2-core machine
-(bench/RESULTS.md, issue 7): a local[2] session plus its first query took about 11 s without
-the archive and 6.6 s with it; writing the archive costs the one run that makes it about 11 s
-at exit.
+that archive at the next start (``-XX:SharedArchiveFile``). Measured on a 2-core machine
+(``bench/bench_spark_start.py``, bench/RESULTS.md): a local[2] session started in 8.0-8.2 s
+without the archive and 4.2-4.8 s with it, its first query took 5.3-5.9 s and 3.2-3.4 s;
+writing the archive made the one run that wrote it stop 13.6 s later.
 
 The archive is a cache, so it must never break an audit:
 
