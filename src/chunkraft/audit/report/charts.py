@@ -60,8 +60,9 @@ def horizontal_bars(categories: Sequence[str], series: Sequence[Series], *, labe
     with its value; ``markers`` draws dashed reference lines at given values. Without
     ``shared_scale`` each series is scaled to its own maximum (measures of different units
     side by side: the bars compare categories, the labels give the values)."""
-    legend = list(legend) if legend is not None else (
-        [(s.name, s.colour) for s in series] if len(series) > 1 else [])
+    # A one-series chart keeps its legend too: it is the only visible name of what the bars
+    # measure (``label`` is for screen readers).
+    legend = list(legend) if legend is not None else [(s.name, s.colour) for s in series]
     left = min(260.0, 16.0 + 7.0 * max((len(c) for c in categories), default=4))
     top = 26.0 if legend else 8.0
     group = _BAR * len(series) + 8.0
@@ -146,7 +147,7 @@ def broker_charts(load: LoadSummary) -> list[str]:
                       [format_bytes(b.bytes) for b in load.brokers])
         charts.append(horizontal_bars(names, [data], label="bytes on disk per broker",
                                       chart="broker-bytes"))
-    offsets = Series("offsets held", _SERIES_COLOURS[3],
+    offsets = Series("offsets held in inactive chunks", _SERIES_COLOURS[3],
                      [float(b.offsets) for b in load.brokers],
                      [format_count(b.offsets) for b in load.brokers])
     charts.append(horizontal_bars(names, [offsets],
@@ -195,7 +196,8 @@ def hottest_chart(load: LoadSummary) -> str | None:
     if not load.hottest:
         return None
     names = [partition_name(p.topic, p.partition_id) for p in load.hottest]
-    series = Series("offsets", _SERIES_COLOURS[0], [float(p.offsets) for p in load.hottest],
+    series = Series("offsets in inactive chunks", _SERIES_COLOURS[0],
+                    [float(p.offsets) for p in load.hottest],
                     [f"{plural(p.offsets, 'offset')}, {plural(p.chunks, 'chunk')}"
                      + (f", {format_bytes(p.bytes)}" if p.bytes is not None else "")
                      for p in load.hottest])
