@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from chunkraft.audit.report.atomic import write_text_atomic
+
 __all__ = ["CACHE_DIR_ENV", "DISABLE_ENV", "ClassArchive", "cache_dir"]
 
 DISABLE_ENV = "CHUNKRAFT_SPARK_CDS"
@@ -81,14 +83,6 @@ def _key() -> str | None:
     if jars.is_dir():
         facts.extend(f"{p.name}:{p.stat().st_size}" for p in sorted(jars.glob("*.jar")))
     return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -162,14 +156,10 @@ class ClassArchive:
                 return False
             with pending.open("rb") as archive:
                 os.fsync(archive.fileno())
-            record = self._record.with_suffix(f".{os.getpid()}.tmp")
-            with record.open("w", encoding="utf-8") as out:
-                json.dump({"size": size, "published_at_ms": int(time.time() * 1000)}, out)
-                out.flush()
-                os.fsync(out.fileno())
             os.replace(pending, self.path)
-            os.replace(record, self._record)
-            _fsync_dir(self.directory)
+            # The record last: until it names this size, the archive is not used.
+            write_text_atomic(self._record, json.dumps(
+                {"size": size, "published_at_ms": int(time.time() * 1000)}))
             self._remove_other_installations()
             return True
         except OSError:
