@@ -31,7 +31,7 @@ spark, launched = start_session("local[2]", None, ClassArchive.for_this_installa
 started = time.monotonic()
 spark.range(100_000).selectExpr("sum(id)", "count(distinct id % 97)").collect()
 queried = time.monotonic()
-mode = "off" if launched.archive is None else "written" if launched.writes_archive else "mapped"
+mode = launched.archive_mode
 launched.stop(spark)
 print(json.dumps({"mode": mode, "start_s": round(started - began, 2),
                   "first_query_s": round(queried - started, 2),

@@ -8,10 +8,11 @@ is writable, ``report.json`` says ``"status": "error"``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _audit(args: argparse.Namespace, cleanup: list[Callable[[], None]]) -> AuditReport:
+def _audit(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> AuditReport:
     inputs = AuditInputs.load(args.snapshot, args.previous, tuple(args.brokers_state))
     settings = AuditSettings(sample_size=args.sample_size,
                              fenced_threshold_ms=args.fenced_threshold,
@@ -90,7 +91,7 @@ def _audit(args: argparse.Namespace, cleanup: list[Callable[[], None]]) -> Audit
     spark, launched = start_session(args.master, dict(args.conf),
                                     ClassArchive.for_this_installation())
     if launched is not None:
-        cleanup.append(lambda: _stop(spark, launched))
+        cleanup.callback(_stop, spark, launched)
     return run_spark(spark, inputs, settings)
 
 
@@ -104,15 +105,11 @@ def _stop(spark: SparkSession, launched: LaunchedDriver) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs the audit of parsed ``args``; returns the exit status (0, 1 or 2). The reports
     are written before the Spark session (and a driver JVM this process started) stops."""
-    cleanup: list[Callable[[], None]] = []
-    try:
+    with contextlib.ExitStack() as cleanup:
         return _run(args, cleanup)
-    finally:
-        for step in cleanup:
-            step()
 
 
-def _run(args: argparse.Namespace, cleanup: list[Callable[[], None]]) -> int:
+def _run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> int:
     try:
         report = _audit(args, cleanup)
     except AuditInputError as error:

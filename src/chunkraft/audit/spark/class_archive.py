@@ -17,7 +17,7 @@ The archive is a cache, so it must never break an audit:
   fsynced, with its size recorded beside it; an archive whose size differs from the record
   is never used, and ``-XX:+VerifySharedSpaces`` checks its CRC at start (a mismatch: the JVM
   runs without it);
-- should a JVM still fail to start with it, :func:`chunkraft.audit.spark.session.build_session`
+- should a JVM still fail to start with it, :func:`chunkraft.audit.spark.session.start_session`
   discards the archive and starts without it.
 
 ``CHUNKRAFT_SPARK_CDS=0`` turns it off; ``CHUNKRAFT_CACHE_DIR`` moves it (default
@@ -34,10 +34,12 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from chunkraft.audit.report.atomic import write_text_atomic
 
-__all__ = ["CACHE_DIR_ENV", "DISABLE_ENV", "ClassArchive", "cache_dir"]
+__all__ = ["CACHE_DIR_ENV", "DISABLE_ENV", "ArchiveMode", "ArchiveOptions", "ClassArchive",
+           "cache_dir"]
 
 DISABLE_ENV = "CHUNKRAFT_SPARK_CDS"
 CACHE_DIR_ENV = "CHUNKRAFT_CACHE_DIR"
@@ -51,6 +53,18 @@ _STALE_PENDING_S = 3600.0
 _OTHER_INSTALLATION_KEPT_S = 7 * 86400.0
 """Another installation's archive (an older PySpark, another venv) is kept this long after
 its publication, so two installations sharing the cache do not keep replacing each other's."""
+
+
+ArchiveMode = Literal["mapped", "written", "off"]
+"""What a driver JVM does with the archive: maps the published one, writes a pending one as it
+exits, or runs without."""
+
+
+class ArchiveOptions(NamedTuple):
+    """The driver JVM options for the archive, and what they make the JVM do with it."""
+
+    mode: ArchiveMode
+    options: tuple[str, ...]
 
 
 def cache_dir() -> Path:
@@ -130,20 +144,21 @@ class ClassArchive:
         except (OSError, ValueError, KeyError, TypeError):
             return False
 
-    def java_options(self) -> tuple[str, ...]:
+    def java_options(self) -> ArchiveOptions:
         """Driver JVM options: map the archive if usable, else write a pending one at exit
-        (none if the cache directory cannot be created)."""
+        (``off``, no options, if the cache directory cannot be created)."""
         if self.usable():
             # A crash report, should the JVM still fail on the archive, goes here, not to the
             # user's working directory.
-            return (f"-XX:SharedArchiveFile={self.path}", "-XX:+VerifySharedSpaces",
-                    f"-XX:ErrorFile={self.directory}/hs_err_pid%p.log", *_QUIET)
+            return ArchiveOptions("mapped", (
+                f"-XX:SharedArchiveFile={self.path}", "-XX:+VerifySharedSpaces",
+                f"-XX:ErrorFile={self.directory}/hs_err_pid%p.log", *_QUIET))
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_stale_pending()
         except OSError:
-            return ()
-        return (f"-XX:ArchiveClassesAtExit={self.pending}", *_QUIET)
+            return ArchiveOptions("off", ())
+        return ArchiveOptions("written", (f"-XX:ArchiveClassesAtExit={self.pending}", *_QUIET))
 
     def publish(self) -> bool:
         """Makes this process's pending archive the published one (call only after its JVM

@@ -2,7 +2,7 @@
 
 ``SparkSession.createDataFrame(list)`` parallelizes pickled rows: the first job that reads
 such a frame starts Python worker processes to unpickle them (measured on the 1M-partition
-audit: three broadcast jobs of about 2.5 s each, with almost no JVM CPU, before the main
+audit: three broadcast jobs of 2.1-2.5 s each, with almost no JVM CPU, before the main
 pass could start). :func:`literal_frame` instead hands Spark the rows as one JSON string
 literal, parsed by ``from_json`` and exploded by ``inline`` in the JVM; Spark folds the
 constant when it plans the query.

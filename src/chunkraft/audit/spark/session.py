@@ -21,7 +21,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from chunkraft.audit.spark.class_archive import ClassArchive
+from chunkraft.audit.spark.class_archive import ArchiveMode, ClassArchive
 
 __all__ = ["DEFAULT_CONF", "LaunchedDriver", "build_session", "quiet_log4j_file",
            "start_session"]
@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_CONF", "LaunchedDriver", "build_session", "quiet_log4j_file"
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _JVM_EXIT_TIMEOUT_S = 120.0
 """How long :meth:`LaunchedDriver.stop` waits for the driver JVM to exit (writing a class archive
-took about 11 s here)."""
+made it 13.6 s in bench/bench_spark_start.py)."""
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.app.name": "chunkraft-audit",
@@ -77,7 +77,12 @@ class LaunchedDriver:
     """
 
     archive: ClassArchive | None
-    writes_archive: bool  # the JVM writes a pending archive as it exits (a slower stop, once)
+    archive_mode: ArchiveMode
+
+    @property
+    def writes_archive(self) -> bool:
+        """The JVM writes a pending archive as it exits (a slower stop, once)."""
+        return self.archive is not None and self.archive_mode == "written"
 
     def stop(self, spark: SparkSession) -> None:
         gateway = SparkContext._gateway
@@ -95,7 +100,7 @@ class LaunchedDriver:
             process.kill()
             process.wait()
             return
-        if self.archive is not None and self.writes_archive and status == 0:
+        if self.archive is not None and self.archive_mode == "written" and status == 0:
             self.archive.publish()
 
 
@@ -140,21 +145,20 @@ def start_session(master: str | None = None, conf: Mapping[str, str] | None = No
     settings.update(conf or {})
     if not _launches_jvm():
         return _get_or_create(master, settings), None
+    mode: ArchiveMode = "off"
     options: tuple[str, ...] = ()
     if class_archive is not None and _JAVA_OPTIONS not in (conf or {}):
-        options = class_archive.java_options()
-    maps = any(o.startswith("-XX:SharedArchiveFile=") for o in options)
+        mode, options = class_archive.java_options()
     try:
         session = _get_or_create(master, {
             **settings, _JAVA_OPTIONS: " ".join((settings[_JAVA_OPTIONS], *options))})
     except Exception:
-        if class_archive is None or not maps:
+        if class_archive is None or mode != "mapped":
             raise
         class_archive.discard()
         _forget_jvm()
-        return _get_or_create(master, settings), LaunchedDriver(None, writes_archive=False)
-    writes = bool(options) and not maps
-    return session, LaunchedDriver(class_archive if options else None, writes_archive=writes)
+        return _get_or_create(master, settings), LaunchedDriver(None, "off")
+    return session, LaunchedDriver(class_archive if mode != "off" else None, mode)
 
 
 def _get_or_create(master: str | None, settings: Mapping[str, str]) -> SparkSession:

@@ -59,7 +59,8 @@ def test_this_installation_has_a_stable_key(monkeypatch: pytest.MonkeyPatch,
 
 def test_without_an_archive_the_jvm_writes_a_pending_one(tmp_path: Path) -> None:
     store = archive(tmp_path)
-    options = store.java_options()
+    mode, options = store.java_options()
+    assert mode == "written"
     assert options[0] == f"-XX:ArchiveClassesAtExit={store.pending}"
     assert str(os.getpid()) in store.pending.name
     assert store.directory.is_dir()
@@ -73,7 +74,8 @@ def test_a_published_archive_is_mapped_and_verified(tmp_path: Path) -> None:
     assert not store.pending.exists() and store.path.stat().st_size == 4096
     assert json.loads((store.directory / f"{KEY}.json").read_text())["size"] == 4096
     assert store.usable()
-    options = store.java_options()
+    mode, options = store.java_options()
+    assert mode == "mapped"
     assert options[0] == f"-XX:SharedArchiveFile={store.path}"
     assert "-XX:+VerifySharedSpaces" in options
     assert any(o.startswith(f"-XX:ErrorFile={store.directory}/") for o in options)
@@ -87,7 +89,7 @@ def test_a_torn_archive_is_never_mapped(tmp_path: Path) -> None:
     with store.path.open("r+b") as torn:
         torn.truncate(1000)
     assert not store.usable()
-    assert store.java_options()[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert store.java_options().options[0].startswith("-XX:ArchiveClassesAtExit=")
 
 
 @pytest.mark.parametrize("record", ["", "{", '{"size": "4096"}', '{"size": 0}', "[]"])
@@ -153,4 +155,4 @@ def test_publishing_removes_other_installations_old_archives(tmp_path: Path) -> 
 def test_an_unwritable_cache_means_no_archive(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    assert ClassArchive(blocker / "spark-cds", KEY).java_options() == ()
+    assert ClassArchive(blocker / "spark-cds", KEY).java_options() == ("off", ())
