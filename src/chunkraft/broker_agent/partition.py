@@ -73,7 +73,10 @@ class Partition:
     ``record`` is the active chunk's PartitionRecord as this broker last applied it (None when it
     is no replica of the active chunk); for a leader, an AlterPartition answer updates its ISR and
     partition epoch before the image does. ``tracker`` exists only while leading.
-    ``appends_paused`` is set during a chunk roll; ``overlap_pending`` while the leader of a new
+    ``leadership`` counts the times this broker became leader of the active chunk: a leader
+    epoch bump while it stays leader (KIP-253's expansion, a replica change) keeps it, so a
+    produce waiting for the ISR across the bump is still answered (Kafka's produce carries no
+    leader epoch). ``appends_paused`` is set during a chunk roll; ``overlap_pending`` while the leader of a new
     active chunk still copies the overlap with the previous chunk. ``chunk_logs`` are inactive
     chunks kept in their own log (``<topic>@<start>-<partition>``) because the partition's log
     was already past their offsets when they were added (the log store appends only at its
@@ -89,6 +92,7 @@ class Partition:
         self.record: PartitionRecord | None = None
         self.tracker: IsrTracker | None = None
         self.leader_epoch_start = 0
+        self.leadership = 0
         self.appends_paused = False
         self.overlap_pending = False
         self.alter_in_flight = False

@@ -9,6 +9,8 @@ NOT_ENOUGH_REPLICAS; then the log's producer checks. acks=all answers only once 
 watermark (min LEO over the maximal ISR) passed the last appended offset, so everything it
 acknowledges is on every ISR member; a leader change before that -> NOT_LEADER_OR_FOLLOWER; an
 ISR that shrank below ``min.insync.replicas`` meanwhile -> NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+A leader epoch bump while this broker stays leader (KIP-253's expansion bumps every existing
+partition's epoch) is no leader change: appends and waits go on.
 """
 
 from __future__ import annotations
@@ -72,13 +74,17 @@ async def _leader_ready(rm: ReplicaManager, topic: str, index: int, deadline_ms:
         await partition.signal.wait(left / 1000)
 
 
-async def _wait_replicated(partition: Partition, epoch: int, last_offset: int,
+async def _wait_replicated(partition: Partition, leadership: int, last_offset: int,
                            deadline_ms: float) -> Errors:
-    """Waits until the HW passes ``last_offset``: NONE, or why it cannot."""
+    """Waits until the HW passes ``last_offset``: NONE, or why it cannot.
+
+    ``leadership`` is the partition's :attr:`Partition.leadership` at the append: a leader
+    epoch bump while this broker stays leader (KIP-253's expansion) keeps the log, so the wait
+    goes on; losing leadership, even if it comes back, may have truncated it."""
     while True:
         if partition.log.high_watermark > last_offset and not partition.closed:
             return Errors.NONE
-        if partition.closed or not partition.is_leader or partition.leader_epoch != epoch:
+        if partition.closed or not partition.is_leader or partition.leadership != leadership:
             return Errors.NOT_LEADER_OR_FOLLOWER
         left = deadline_ms - _monotonic_ms()
         if left <= 0:
@@ -94,7 +100,8 @@ async def produce(rm: ReplicaManager, request: ProduceRequest) -> ProduceRespons
     """Appends every partition's batches, then (acks=all) waits for the ISR; see the module."""
     deadline = _monotonic_ms() + request.timeout_ms
     answers: list[list[ProducePartitionResponse]] = []
-    waits: list[tuple[int, int, Partition, int, int]] = []  # topic #, partition #, p, epoch, last
+    # topic #, partition #, partition, its leadership, last offset
+    waits: list[tuple[int, int, Partition, int, int]] = []
     for t_pos, topic in enumerate(request.topics):
         image_topic = rm.image.topics.get_by_name(topic.name)
         results: list[ProducePartitionResponse] = []
@@ -122,7 +129,7 @@ async def produce(rm: ReplicaManager, request: ProduceRequest) -> ProduceRespons
                 continue
             results.append(result)
             if request.acks == -1 and result.error_code == 0 and result.base_offset >= 0:
-                waits.append((t_pos, len(results) - 1, partition, partition.leader_epoch,
+                waits.append((t_pos, len(results) - 1, partition, partition.leadership,
                               last_offset))
         answers.append(results)
     for t_pos, p_pos, partition, epoch, last in waits:
@@ -198,12 +205,13 @@ async def _write_marker(rm: ReplicaManager, topic: str, index: int, producer_id:
         partition = await _leader_ready(rm, topic, index, deadline)
     except _Refused as refused:
         return refused.error, refused.message
-    epoch = partition.leader_epoch
+    leadership = partition.leadership
     try:
         info = partition.log.append_control(commit, producer_id, producer_epoch,
-                                            coordinator_epoch, epoch, rm.time_ms())
+                                            coordinator_epoch, partition.leader_epoch,
+                                            rm.time_ms())
     except ApiException as error:
         return error.error, error.message
     rm.after_leader_append(partition)
-    outcome = await _wait_replicated(partition, epoch, info.last_offset, deadline)
+    outcome = await _wait_replicated(partition, leadership, info.last_offset, deadline)
     return outcome, None if outcome is Errors.NONE else outcome.message

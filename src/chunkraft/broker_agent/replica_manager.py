@@ -302,6 +302,8 @@ class ReplicaManager:
             self._advance_high_watermark(partition)
             partition.signal.notify()
             return
+        if not partition.is_leader:
+            partition.leadership += 1
         partition.stop_fetcher()
         partition.record = record
         partition.role = Role.LEADER

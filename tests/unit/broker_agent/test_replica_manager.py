@@ -8,7 +8,9 @@ from pathlib import Path
 
 from chunkraft.broker_agent.storage import LogConfig
 from chunkraft.controller.image import MetadataDelta
+from chunkraft.controller.operations.create_partitions import create_partitions
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.topics import CreatePartitionsRequest, CreatePartitionsTopic
 from chunkraft.protocol.data_plane import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -238,6 +240,35 @@ def test_acks_all_waits_for_every_isr_member(tmp_path: Path) -> None:
             assert (third.error_code, third.base_offset) == (0, 20)
             log1 = cluster.managers[1].logs.get(TOPIC, 0)
             assert log1 is not None and log1.log_end_offset == 21
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_an_acks_all_wait_survives_the_epoch_bump_of_an_expansion(tmp_path: Path) -> None:
+    """KIP-253's createPartitions bumps the leader epoch of every existing partition while
+    its leader stays: a produce waiting for the ISR across the bump is answered 0, not
+    NOT_LEADER_OR_FOLLOWER (issue 23: the flaky data-plane test)."""
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.start(replicas=(0, 1, 2))
+        b0 = cluster.managers[0]
+        try:
+            await cluster.stop_broker(2)  # the HW waits for broker 2 until the ISR shrinks
+            waiting = asyncio.create_task(produce(b0, FIRST, timeout_ms=10_000))
+            await asyncio.sleep(0.1)
+            assert not waiting.done()
+            partition = b0.partitions[(TOPIC, 0)]
+            epoch, leadership = partition.leader_epoch, partition.leadership
+            result = create_partitions(cluster.controller.image, CreatePartitionsRequest(
+                topics=(CreatePartitionsTopic(name=TOPIC, count=2),)))
+            assert result.response.results[0].error_code == 0, result.response
+            await cluster.controller.commit(list(result.records))
+            assert partition.leader_epoch > epoch and partition.is_leader
+            assert partition.leadership == leadership
+            answer = await waiting
+            assert (answer.error_code, answer.base_offset) == (0, 0)
         finally:
             await cluster.close()
 
