@@ -53,6 +53,7 @@ __all__ = [
     "broker_heartbeat",
     "fence_broker",
     "register_broker",
+    "shut_down_cleanly",
     "unregister_broker",
 ]
 
@@ -93,9 +94,11 @@ def register_broker(
     Checks, in Kafka's order: INCONSISTENT_CLUSTER_ID if ``request.cluster_id`` differs from
     ``cluster_id``; INVALID_REQUEST for an incarnation id that is not a (non-zero) uuid;
     DUPLICATE_BROKER_REGISTRATION if the id is registered with another incarnation whose
-    session (``sessions``, at ``now``) is still valid; INVALID_REQUEST for duplicate listener or
+    session (``sessions``, at ``now``) is still valid, unless that incarnation finished a
+    controlled shutdown (:func:`shut_down_cleanly`); INVALID_REQUEST for duplicate listener or
     feature names, an unknown security protocol or a feature range with min > max. The same
-    incarnation registering again, or any incarnation after the old session expired, succeeds.
+    incarnation registering again, any incarnation after the old session expired, or any
+    incarnation after the old one shut down cleanly, succeeds.
 
     The RegisterBrokerRecord is the batch's first record, so it takes offset ``image.offset + 1``
     (the quorum commits the batch there or not at all) and that is the broker epoch. The broker
@@ -128,6 +131,7 @@ def register_broker(
     if (
         existing is not None
         and existing.incarnation_id != incarnation_id
+        and not shut_down_cleanly(existing)
         and sessions.has_valid_session(broker_id, existing.broker_epoch, now)
     ):
         return fail(
@@ -171,6 +175,20 @@ def register_broker(
     return ControllerResult.of(BrokerRegistrationResponse(broker_epoch=broker_epoch), records)
 
 
+def shut_down_cleanly(registration: RegisterBrokerRecord) -> bool:
+    """Whether the registration's process finished a controlled shutdown.
+
+    A heartbeat answered ``should_shut_down`` commits, in the same batch, the registration as
+    fenced and in controlled shutdown (:func:`broker_heartbeat`), and nothing but a new
+    registration clears that pair. So a registration in that state is one whose process was
+    told to stop and holds no session worth protecting: Kafka lets such a broker register again
+    at once instead of refusing it until the old session times out (``broker.session.timeout.ms``,
+    9 s by default). Because the fact is in the image, not in the leader's memory, a controller
+    failover between the shutdown and the restart changes nothing.
+    """
+    return registration.fenced and registration.in_controlled_shutdown
+
+
 def _listener_and_feature_problem(request: BrokerRegistrationRequest) -> str | None:
     names: set[str] = set()
     for listener in request.listeners:
@@ -206,7 +224,8 @@ def broker_heartbeat(
     BROKER_ID_NOT_REGISTERED for an unknown broker id; STALE_BROKER_EPOCH when the epoch is not
     the registration's. Then, from the broker's state in ``image``:
 
-    - FENCED: ``want_shut_down`` -> shut down now (no records). Otherwise, unless
+    - FENCED: ``want_shut_down`` -> shut down now (the registration is marked in controlled
+      shutdown, so the next incarnation may register at once). Otherwise, unless
       ``want_fence``, unfence once ``current_metadata_offset`` >= the broker epoch (the offset of
       its registration): a BrokerRegistrationChangeRecord (fenced=-1) and elections for
       leaderless partitions whose ISR now has an acceptable leader. A broker that was fenced at
@@ -218,7 +237,9 @@ def broker_heartbeat(
       ``handleBrokerInControlledShutdown`` does; else shut down now (fenced).
     - CONTROLLED_SHUTDOWN: once it leads no partition, shut down now (fenced).
 
-    Fencing takes the broker out of every ISR (keeping a last member) and leadership. The
+    Fencing takes the broker out of every ISR (keeping a last member) and leadership. Every
+    "shut down now" leaves the registration fenced and in controlled shutdown, the mark that
+    lets :func:`register_broker` accept the broker's next incarnation at once. The
     response tells whether the broker has caught up, is fenced and should shut down after the
     records commit. The caller records the contact in its heartbeat tracker.
     """
@@ -243,23 +264,27 @@ def broker_heartbeat(
     if current is State.FENCED:
         if request.want_shut_down:
             next_state = State.SHUTDOWN_NOW
+            records = _shutdown_now_records(image, broker_id)
         elif not request.want_fence and caught_up and not registration.in_controlled_shutdown:
             next_state = State.UNFENCED
             records = _unfence_records(image, broker_id)
     elif current is State.UNFENCED:
-        if request.want_fence:
-            next_state = State.SHUTDOWN_NOW if request.want_shut_down else State.FENCED
+        if request.want_fence and not request.want_shut_down:
+            next_state = State.FENCED
             records = _fence_records(image, broker_id)
+        elif request.want_fence:
+            next_state = State.SHUTDOWN_NOW
+            records = _shutdown_now_records(image, broker_id)
         elif request.want_shut_down:
             if _leads_a_partition(image, broker_id):
                 next_state = State.CONTROLLED_SHUTDOWN
                 records = _controlled_shutdown_records(image, broker_id)
             else:
                 next_state = State.SHUTDOWN_NOW
-                records = _fence_records(image, broker_id)
+                records = _shutdown_now_records(image, broker_id)
     elif not _leads_a_partition(image, broker_id):  # in controlled shutdown
         next_state = State.SHUTDOWN_NOW
-        records = _fence_records(image, broker_id)
+        records = _shutdown_now_records(image, broker_id)
     return ControllerResult.non_atomic(
         BrokerHeartbeatResponse(
             is_caught_up=caught_up,
@@ -359,6 +384,22 @@ def _fence_records(image: MetadataImage, broker_id: int) -> list[object]:
     if not registration.fenced:
         records.append(BrokerRegistrationChangeRecord(
             broker_id=broker_id, broker_epoch=registration.broker_epoch, fenced=_FENCE
+        ))
+    return records
+
+
+def _shutdown_now_records(image: MetadataImage, broker_id: int) -> list[object]:
+    """The broker leaves every ISR and leadership, then one change record leaves it fenced and
+    in controlled shutdown (:func:`shut_down_cleanly`); fields already so are left unchanged."""
+    registration = image.brokers.get(broker_id)
+    assert registration is not None
+    records: list[object] = list(_leave_isrs_and_leadership(image, broker_id))
+    if not registration.fenced or not registration.in_controlled_shutdown:
+        records.append(BrokerRegistrationChangeRecord(
+            broker_id=broker_id, broker_epoch=registration.broker_epoch,
+            fenced=0 if registration.fenced else _FENCE,
+            in_controlled_shutdown=0 if registration.in_controlled_shutdown
+            else _IN_CONTROLLED_SHUTDOWN,
         ))
     return records
 

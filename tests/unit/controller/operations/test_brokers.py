@@ -338,7 +338,10 @@ def test_a_broker_that_leads_nothing_shuts_down_at_once() -> None:
 def test_a_fenced_broker_that_wants_to_shut_down_may_at_once() -> None:
     image = cluster(1, fenced=(1,))
     result = broker_heartbeat(image, heartbeat(image, 1, want_shut_down=True))
-    assert result.records == ()
+    # only the mark of a clean shutdown, which lets its next incarnation register at once
+    epoch = registration_of(image, 1).broker_epoch
+    assert result.records == (BrokerRegistrationChangeRecord(
+        broker_id=1, broker_epoch=epoch, in_controlled_shutdown=1),)
     assert result.response.should_shut_down and result.response.is_fenced
 
 
