@@ -130,6 +130,11 @@ class WriteOutcome(Generic[Resp]):
     response_json: bytes | None
 
 
+OFFLOAD_BODY_BYTES = 16 * 1024
+"""A write whose body is larger is validated on the controller's worker thread, off the event
+loop (``QuorumController.write``'s ``offload``); a smaller one is cheap enough for the loop."""
+
+
 async def read_request_body(request: Request) -> bytes | Response:
     """The body, or a 413 answer when it is over :data:`MAX_BODY_BYTES`."""
     return await _read_body(request)
@@ -153,7 +158,8 @@ async def execute_write(
     if not context.controller.is_leader():
         return await forward_to_leader(context, request, body, key)
     try:
-        result = await context.controller.write(operation, response_model, idempotency_key=key)
+        result = await context.controller.write(operation, response_model, idempotency_key=key,
+                                                offload=len(body) > OFFLOAD_BODY_BYTES)
     except ApiException as error:
         if error.error is Errors.NOT_CONTROLLER:  # lost leadership on the way
             return await forward_to_leader(context, request, body, key)

@@ -13,11 +13,21 @@ The write path, all on one asyncio event loop:
 
 After winning an election the leader commits a barrier (a NoOpRecord) before it validates
 anything, so every entry of earlier terms is in its image first. Reads use the committed image.
+
+Steps 1 and 2 (the operation's validation, encoding its records, replaying them into the next
+speculative image) are CPU work proportional to the request. A write that may be large
+(``offload=True``: a large body, fencing a broker) does them on one worker thread, one operation
+at a time (under the write lock), so the loop keeps answering broker heartbeats, reads and the
+Raft callbacks meanwhile; the request limits (``docs/api.md``) bound how long it runs in all. A
+small write does them on the loop: handing a millisecond of work to a thread would cost it up
+to a GIL switch interval (5 ms) of waiting while the loop is busy, and small writes are the
+throughput path (``docs/architecture.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -88,6 +98,50 @@ class _Pending:
         self.response = response
 
 
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """One batch of a validated result, encoded, with the speculative image after it."""
+
+    key: bytes
+    base: MetadataImage
+    batch: ProposedBatch
+    image: MetadataImage
+
+
+def _validate_and_stage(operation: Operation[Any], base: MetadataImage, key: bytes, epoch: int,
+                        now_ms: int) -> tuple[ControllerResult[Any], tuple[_Staged, ...]]:
+    """Runs ``operation`` on ``base`` and encodes its records as the batches to propose, each
+    with the speculative image it leads to. Pure (images are immutable): runs on the worker.
+
+    An atomic result (or a small one) is one batch under ``key``; a large non-atomic one
+    (fencing a broker that holds a million partitions) consecutive batches of at most
+    :data:`MAX_BATCH_RECORDS`, keys derived from ``key``: a retry finds the first committed
+    and gets the response (every part carries it), while the rest were proposed right behind.
+    """
+    result = operation(base)
+    records = result.records
+    if not records:
+        return result, ()
+    response = result.response.model_dump_json().encode()
+    if result.atomic or len(records) <= MAX_BATCH_RECORDS:
+        parts = [(key, records)]
+    else:
+        parts = [(key if index == 0 else hashlib.sha256(
+            key + index.to_bytes(4, "big")).digest()[:IDEMPOTENCY_KEY_SIZE],
+            records[start:start + MAX_BATCH_RECORDS])
+            for index, start in enumerate(range(0, len(records), MAX_BATCH_RECORDS))]
+    staged = []
+    for part_key, part in parts:
+        batch = ProposedBatch(part_key, base.offset + 1, epoch, now_ms,
+                              tuple(encode_record(record) for record in part), response)
+        delta = MetadataDelta(base)
+        delta.replay_all(part)
+        image = delta.apply(MetadataProvenance(base.offset + len(part), epoch))
+        staged.append(_Staged(part_key, base, batch, image))
+        base = image
+    return result, tuple(staged)
+
+
 class QuorumController:
     """The controller's operations on top of a :class:`RaftLog`; one per node.
 
@@ -119,6 +173,10 @@ class QuorumController:
         self._notify_task: asyncio.Future[None] | None = None
         self.leader_changes = 0
         self.leadership_listeners: list[Callable[[bool], None]] = []
+        # One thread: operations validate one at a time anyway (the write lock), and a second
+        # would only compete for the GIL with the loop and the Raft thread.
+        self._validator = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="chunkraft-validate")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -211,8 +269,12 @@ class QuorumController:
         *,
         idempotency_key: bytes | None = None,
         timeout: float | None = None,
+        offload: bool = False,
     ) -> WriteResult[R]:
         """Runs ``operation`` on the leader and commits its records; see the module docstring.
+
+        ``offload``: validate and stage on the worker thread (a request that may be large), not
+        on the loop.
 
         Raises ApiException: NOT_CONTROLLER on a node that is not the leader, REQUEST_TIMED_OUT
         when the outcome is not known in time (retry with the same key: it never applies
@@ -238,10 +300,23 @@ class QuorumController:
                     return self._committed(earlier, response_type)
                 pending = self._staged.get(key)  # the same key still in flight: share its outcome
                 if pending is None:
-                    result = operation(base)
-                    if not result.records:
+                    epoch = self.raft.epoch()
+                    if offload:
+                        result, staged = await asyncio.get_running_loop().run_in_executor(
+                            self._validator, _validate_and_stage, operation, base, key, epoch,
+                            self._now_ms())
+                    else:
+                        result, staged = _validate_and_stage(operation, base, key, epoch,
+                                                             self._now_ms())
+                    if not staged:
                         return WriteResult(result.response, base.offset, False)
-                    pending = self._stage_result(key, base, result)
+                    if self.raft.epoch() != epoch or self._speculative is not base:
+                        # Leadership changed while it validated: validate again on what the
+                        # next attempt finds (the records were never proposed).
+                        self._speculative = None
+                        last_error = "leadership changed during validation"
+                        continue
+                    pending = self._stage_all(staged, result.response)
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 outcome = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
@@ -323,49 +398,22 @@ class QuorumController:
             raise ApiException(Errors.REQUEST_TIMED_OUT, "the leadership barrier did not "
                                                          "commit in time") from None
 
-    def _stage_result(self, key: bytes, base: MetadataImage,
-                      result: ControllerResult[Any]) -> _Pending:
-        """Stages an atomic result as one batch; a large non-atomic one (fencing a broker that
-        holds a million partitions) as consecutive batches, keys derived from ``key``. The
-        caller waits for the last; a retry finds the first committed and gets the response
-        (every part carries it), while the rest were proposed right behind it."""
-        records = result.records
-        if result.atomic or len(records) <= MAX_BATCH_RECORDS:
-            return self._stage(key, base, records, result.response)
-        pending = None
-        for index, start in enumerate(range(0, len(records), MAX_BATCH_RECORDS)):
-            part_key = key if index == 0 else hashlib.sha256(
-                key + index.to_bytes(4, "big")).digest()[:IDEMPOTENCY_KEY_SIZE]
-            pending = self._stage(part_key, base, records[start:start + MAX_BATCH_RECORDS],
-                                  result.response)
-            assert self._speculative is not None
-            base = self._speculative
-        assert pending is not None
-        return pending
-
-    def _stage(
-        self, key: bytes, base: MetadataImage, records: tuple[Any, ...], response: BaseModel
-    ) -> _Pending:
-        epoch = self.raft.epoch()
-        batch = ProposedBatch(
-            key,
-            base.offset + 1,
-            epoch,
-            self._now_ms(),
-            tuple(encode_record(record) for record in records),
-            response.model_dump_json().encode(),
-        )
-        delta = MetadataDelta(base)
-        delta.replay_all(records)
-        self._speculative = delta.apply(MetadataProvenance(base.offset + len(records), epoch))
-        self.raft.state_machine.offer_staged(key, base, self._speculative, batch.records)
+    def _stage_all(self, staged: tuple[_Staged, ...], response: BaseModel) -> _Pending:
+        """Queues a validated result's batches for proposal, in order; the caller waits for
+        the last (see :func:`_validate_and_stage`)."""
         loop = asyncio.get_running_loop()
-        pending = _Pending(batch, loop.create_future(), response)
-        # A writer that timed out no longer awaits its future: retrieve its exception anyway,
-        # or asyncio logs "Future exception was never retrieved" for each.
-        pending.future.add_done_callback(_retrieve_exception)
-        self._queue.append(pending)
-        self._staged[key] = pending
+        pending = None
+        for part in staged:
+            self._speculative = part.image
+            self.raft.state_machine.offer_staged(part.key, part.base, part.image,
+                                                 part.batch.records)
+            pending = _Pending(part.batch, loop.create_future(), response)
+            # A writer that timed out no longer awaits its future: retrieve its exception
+            # anyway, or asyncio logs "Future exception was never retrieved" for each.
+            pending.future.add_done_callback(_retrieve_exception)
+            self._queue.append(pending)
+            self._staged[part.key] = pending
+        assert pending is not None
         self._drained.clear()
         self._send_queued()
         return pending

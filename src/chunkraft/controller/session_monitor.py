@@ -61,7 +61,8 @@ async def run_session_monitor(
             continue
         for broker_id in tracker.expired(now, controller.image):
             try:
-                await controller.write(fence_operation(broker_id), FenceBrokerResponse)
+                await controller.write(fence_operation(broker_id), FenceBrokerResponse,
+                                       offload=True)
                 logger.warning("broker %d fenced: no heartbeat for %.1f s", broker_id,
                                tracker.session_timeout)
             except ApiException as error:

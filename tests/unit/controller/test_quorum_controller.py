@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
@@ -606,3 +608,91 @@ def test_a_staged_image_is_not_taken_for_other_records_under_the_same_key() -> N
     raft.propose([other]).result()
     image = raft.state_machine.image
     assert image is not staged_image and image.topics.get_by_name("other") is not None
+
+
+# ------------------------------------------------------------------ offloaded validation
+
+
+def busy_create_topic(name: str, seconds: float, threads: list[int]
+                      ) -> Callable[[MetadataImage], ControllerResult[TopicResponse]]:
+    """create_topic after ``seconds`` of pure-Python CPU work; records its thread."""
+    inner = create_topic(name)
+
+    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
+        threads.append(threading.get_ident())
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            sum(range(1000))
+        return inner(image)
+
+    return operation
+
+
+def test_an_offloaded_write_leaves_the_loop_free_while_it_validates() -> None:
+    raft = LocalRaft()
+    threads: list[int] = []
+
+    async def body(controller: QuorumController) -> tuple[float, int]:
+        ticks: list[float] = []
+
+        async def ticker() -> None:
+            while True:
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.01)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0.05)
+        result = await controller.write(busy_create_topic("heavy", 0.5, threads), TopicResponse,
+                                        offload=True)
+        task.cancel()
+        assert result.committed and result.response.name == "heavy"
+        gaps = [b - a for a, b in itertools.pairwise(ticks)]
+        return max(gaps), len(ticks)
+
+    longest_gap, ticks = run(raft, body)
+    assert threads and threads[0] != threading.get_ident()
+    # The loop kept turning through the half second of validation (a GIL turn is 5 ms).
+    assert longest_gap < 0.2, longest_gap
+    assert ticks > 20
+    assert topic_names(raft) == ["heavy"]
+
+
+def test_an_inline_write_validates_on_the_loop() -> None:
+    raft = LocalRaft()
+    threads: list[int] = []
+
+    async def body(controller: QuorumController) -> int:
+        await controller.write(busy_create_topic("light", 0.0, threads), TopicResponse)
+        return threading.get_ident()
+
+    loop_thread = run(raft, body)
+    assert threads == [loop_thread]
+
+
+def test_a_leadership_change_during_offloaded_validation_validates_again() -> None:
+    raft = LocalRaft()
+    calls: list[str] = []
+
+    async def body(controller: QuorumController) -> None:
+        await controller.write(create_topic("first"), TopicResponse)
+        inner = create_topic("second", calls)
+        changed = False
+
+        def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
+            nonlocal changed
+            if not changed:
+                changed = True
+                # As a lost and regained leadership does: the controller's listener runs on
+                # the loop and drops the speculative image while this runs on the worker.
+                loop = controller._loop
+                assert loop is not None
+                loop.call_soon_threadsafe(controller._on_leadership, True)
+                time.sleep(0.05)
+            return inner(image)
+
+        result = await controller.write(operation, TopicResponse, offload=True)
+        assert result.committed
+
+    run(raft, body)
+    assert calls == ["second", "second"]  # validated again after the change
+    assert sorted(topic_names(raft)) == ["first", "second"]
