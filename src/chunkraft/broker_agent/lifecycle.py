@@ -16,6 +16,11 @@ Kafka's ``BrokerLifecycleManager`` over the controllers' RPC surface:
 
 Controller failures are the channel's concern (it retries on the other controllers), so a lost
 controller, the leader included, costs at most one late heartbeat.
+
+In the broker process this runs on a thread and event loop of its own
+(:class:`chunkraft.broker_agent.lifecycle_thread.LifecycleThread`), so produce, fetch and disk
+work on the data plane's loop never delay a heartbeat; ``on_change`` is how that wrapper learns
+of each new answer.
 """
 
 from __future__ import annotations
@@ -51,12 +56,16 @@ def security_protocol_of(scheme: str) -> int:
 
 
 class BrokerLifecycle:
-    """One broker's standing with the controller; runs on the broker's event loop.
+    """One broker's standing with the controller; every method runs on one event loop (not
+    thread-safe), its own thread's in the broker process (see the module docstring).
 
     ``metadata_offset`` says how far the broker has applied the metadata stream;
-    ``cluster_id`` gives the cluster id text once known (None: not yet, registration waits).
-    Read by the data plane: :attr:`broker_epoch` (-1 until registered), :attr:`fenced`,
-    :attr:`shutting_down`, :attr:`registered` (an event).
+    ``cluster_id`` gives the cluster id text once known (None: not yet, registration waits);
+    both may be called from this loop's thread, so they must only read. ``on_change`` (optional)
+    is called on this loop after every answer that may have changed the state: registered,
+    fenced or unfenced, shutdown allowed, one more heartbeat.
+    State: :attr:`broker_epoch` (-1 until registered), :attr:`fenced`, :attr:`shutting_down`,
+    :attr:`registered`, :attr:`unfenced`, :attr:`shut_down_allowed` (events of this loop).
     """
 
     def __init__(self, channel: ControllerChannel, *, node_id: int, host: str, port: int,
@@ -87,6 +96,7 @@ class BrokerLifecycle:
         self.heartbeats = 0
         self.heartbeat_failures = 0
         self.registrations = 0
+        self.on_change: Callable[[], None] | None = None
         self._wake = asyncio.Event()
 
     async def run(self) -> None:
@@ -121,15 +131,35 @@ class BrokerLifecycle:
         while self.metadata_offset() < self.broker_epoch and not self._wake.is_set():
             await asyncio.sleep(0.01)
 
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # a listener's failure must not stop the heartbeats
+                logger.exception("broker %d: the lifecycle listener failed", self.node_id)
+
+    def wake(self) -> None:
+        """Heartbeats now rather than at the end of the interval (e.g. ``want_fence`` was set)."""
+        self._wake.set()
+
+    def begin_shutdown(self) -> None:
+        """Starts a controlled shutdown: the next heartbeats say ``want_shut_down`` until the
+        controller allows it (:attr:`shut_down_allowed`); a broker never registered needs no
+        permission and has it at once."""
+        self.shutting_down = True
+        if self.broker_epoch < 0:
+            self.shut_down_allowed.set()
+        self._wake.set()
+        self._changed()
+
     async def controlled_shutdown(self, timeout: float) -> bool:
         """Asks the controller to let this broker go; whether it said so within ``timeout``.
 
         A broker never registered needs no permission; a fenced one gets it at its next
         heartbeat (it leads nothing)."""
-        self.shutting_down = True
-        if self.broker_epoch < 0:
+        self.begin_shutdown()
+        if self.shut_down_allowed.is_set():
             return True
-        self._wake.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self.shut_down_allowed.wait()
@@ -146,7 +176,7 @@ class BrokerLifecycle:
 
     async def _register(self) -> None:
         cluster_id = self.cluster_id()
-        if cluster_id is None:
+        if cluster_id is None or self.shutting_down:
             return  # the metadata stream has not named the cluster yet
         request = BrokerRegistrationRequest(
             broker_id=self.node_id, cluster_id=cluster_id,
@@ -166,6 +196,7 @@ class BrokerLifecycle:
         self.fenced = True
         self.unfenced.clear()
         self.registered.set()
+        self._changed()
         logger.info("broker %d registered with epoch %d (incarnation %s)", self.node_id,
                     self.broker_epoch, kafka_uuid_str(self.incarnation_id))
 
@@ -177,6 +208,7 @@ class BrokerLifecycle:
         body = await self._call("/controller/v1/broker-heartbeat",
                                 request.model_dump(mode="json"))
         if body is None:
+            self._changed()  # the failure count moved
             return
         answer = BrokerHeartbeatResponse.model_validate(body)
         self.heartbeats += 1
@@ -189,6 +221,7 @@ class BrokerLifecycle:
             self.unfenced.clear()
             if self.shutting_down:
                 self.shut_down_allowed.set()  # not registered: nothing to hand over
+            self._changed()
             return
         if answer.error_code:
             logger.warning("broker %d: heartbeat error %s: %s", self.node_id,
@@ -204,3 +237,4 @@ class BrokerLifecycle:
             self.unfenced.clear()
         if answer.should_shut_down:
             self.shut_down_allowed.set()
+        self._changed()

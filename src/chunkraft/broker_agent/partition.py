@@ -76,11 +76,11 @@ class Partition:
     ``leadership`` counts the times this broker became leader of the active chunk: a leader
     epoch bump while it stays leader (KIP-253's expansion, a replica change) keeps it, so a
     produce waiting for the ISR across the bump is still answered (Kafka's produce carries no
-    leader epoch). ``appends_paused`` is set during a chunk roll; ``overlap_pending`` while the leader of a new
-    active chunk still copies the overlap with the previous chunk. ``chunk_logs`` are inactive
-    chunks kept in their own log (``<topic>@<start>-<partition>``) because the partition's log
-    was already past their offsets when they were added (the log store appends only at its
-    end). Not thread-safe.
+    leader epoch). ``appends_paused`` is set during a chunk roll; ``overlap_pending`` while the
+    leader of a new active chunk still copies the overlap with the previous chunk.
+    ``chunk_logs`` are inactive chunks kept in their own log (``<topic>@<start>-<partition>``)
+    because the partition's log was already past their offsets when they were added (the log
+    store appends only at its end). Not thread-safe.
     """
 
     def __init__(self, topic: str, topic_id: uuid.UUID, index: int, log: UnifiedLog) -> None:

@@ -1,9 +1,11 @@
-"""run_broker: one broker agent as a process, everything on uvicorn's event loop.
+"""run_broker: one broker agent as a process: the data plane on uvicorn's event loop, heartbeats
+on a thread of their own.
 
 Start-up: the log directory is recovered (``LogManager.load_all``: torn tails cut, indexes
 rebuilt), then uvicorn serves the data plane (``create_broker_app``) and, in the app's lifespan,
 the ReplicaManager starts, the metadata follower starts reading the controllers' stream (each
-delta goes to the ReplicaManager) and the lifecycle registers and heartbeats.
+delta goes to the ReplicaManager) and the lifecycle registers and heartbeats, on a thread of
+its own (``LifecycleThread``) so that data-plane work never delays a heartbeat.
 
 SIGTERM / SIGINT: a controlled shutdown first, while the data plane still serves (followers may
 need to catch up while leadership moves): heartbeats ask ``want_shut_down`` until the
@@ -39,6 +41,7 @@ from chunkraft.broker_agent.controller_channel import ControllerChannel
 from chunkraft.broker_agent.coordinator.groups import GroupCoordinator
 from chunkraft.broker_agent.coordinator.transactions import TransactionCoordinator
 from chunkraft.broker_agent.lifecycle import BrokerLifecycle
+from chunkraft.broker_agent.lifecycle_thread import LifecycleThread
 from chunkraft.broker_agent.metadata_follower import MetadataFollower
 from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.controller.image import MetadataDelta, MetadataImage
@@ -145,11 +148,20 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
         known = follower.cluster_id
         return kafka_uuid_str(known) if known is not None else None
 
-    lifecycle = BrokerLifecycle(
-        channel, node_id=config.node_id, host=advertised.host, port=advertised.port,
+    heartbeat_interval = config.broker_heartbeat_interval_ms / 1000
+    # The heartbeats' own channel (own HTTP client, used only on the heartbeat thread), with a
+    # short per-exchange timeout: a controller that hangs costs one retry on another, not a
+    # session. Retries are safe: every call keeps its Idempotency-Key.
+    heartbeat_channel = ControllerChannel(
+        config.controller_quorum_bootstrap_servers, token=token,
+        timeout=min(10.0, config.request_timeout_ms / 1000, max(3.0, 2 * heartbeat_interval)),
+        retry_for=config.request_timeout_ms / 1000, verify=verify)
+    lifecycle = LifecycleThread(BrokerLifecycle(
+        heartbeat_channel, node_id=config.node_id, host=advertised.host, port=advertised.port,
         scheme=advertised.scheme, rack=config.broker_rack, cluster_id=cluster_id_text,
+        # Read on the heartbeat thread: one int attribute, atomic under the GIL.
         metadata_offset=lambda: follower.applied_offset,
-        heartbeat_interval=config.broker_heartbeat_interval_ms / 1000)
+        heartbeat_interval=heartbeat_interval))
 
     def broker_epoch() -> int:
         return lifecycle.broker_epoch

@@ -1,7 +1,9 @@
 """BrokerRuntime: everything one broker process runs, in one object the HTTP app can read.
 
 Built once by :mod:`chunkraft.broker_agent.process` and kept in ``app.state.runtime``; its parts
-all live on the broker's one event loop (uvicorn's), so nothing here locks. The data plane reads
+live on the broker's main event loop (uvicorn's), so nothing here locks, except the heartbeats:
+``lifecycle`` runs them on a thread and loop of its own and hands each answer back to the main
+loop (:mod:`chunkraft.broker_agent.lifecycle_thread`). The data plane reads
 ``follower.image``, ``lifecycle``, ``replica_manager`` and ``producer_ids``; the process starts
 and stops the tasks (:meth:`BrokerRuntime.start`, :meth:`BrokerRuntime.stop`).
 """
@@ -18,7 +20,7 @@ from typing import Any
 from chunkraft.api.authentication import Authenticator
 from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.broker_agent.controller_channel import ControllerChannel
-from chunkraft.broker_agent.lifecycle import BrokerLifecycle
+from chunkraft.broker_agent.lifecycle_thread import LifecycleThread
 from chunkraft.broker_agent.metadata_follower import MetadataFollower
 from chunkraft.security.authorizer import Authorizer
 
@@ -39,7 +41,7 @@ class BrokerRuntime:
     config: BrokerConfig
     controller: ControllerChannel
     follower: MetadataFollower
-    lifecycle: BrokerLifecycle
+    lifecycle: LifecycleThread
     replica_manager: Any
     producer_ids: Any
     logs: Any = None

@@ -10,12 +10,12 @@ from chunkraft.broker_agent.storage import LogConfig
 from chunkraft.controller.image import MetadataDelta
 from chunkraft.controller.operations.create_partitions import create_partitions
 from chunkraft.error_codes import Errors
-from chunkraft.protocol.topics import CreatePartitionsRequest, CreatePartitionsTopic
 from chunkraft.protocol.data_plane import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
+from chunkraft.protocol.topics import CreatePartitionsRequest, CreatePartitionsTopic
 from tests.unit.broker_agent.replica_harness import (
     TOPIC,
     Cluster,
