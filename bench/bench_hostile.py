@@ -1,0 +1,380 @@
+"""Hostile and heavy input against a running cluster (issue 15): does the quorum stay available?
+
+3 controllers + 3 brokers on 127.0.0.1 with default settings (``LocalCluster``). All along, 4
+well-behaved clients (their own process, ``_http_load``) create one topic at a time through
+REST v3 with the admin's token. Each attack runs inside one measured window of theirs:
+
+- ``baseline``: no attack (the reference: a baseline row with errors fails the run);
+- ``unauthorized-8mb``: a principal with no ALTER right sends an 8 MB validate_only
+  ``topics:create-partitions`` (1,000 existing topics x 1,000 manual assignments);
+- ``admin-8mb``: the same body from the admin;
+- ``raft-junk-16mib`` / ``raft-junk-64mib``: a plain TCP connection to the leader's Raft port
+  announces a 2 GiB message, then sends 16 / 64 MiB of zeros;
+- ``slowloris-500``: 500 connections to one controller's HTTP port, each dribbling a header
+  byte now and then;
+- ``produce-flood``: 8 producers append 100 x 1 KiB records per batch with acks=all to an
+  RF-3 topic of 6 partitions (180 s; 30 s with ``--quick``).
+
+Per attack: how long the hostile request took to be answered (or its connection closed), the
+Raft elections seen (term increases on any controller), brokers fenced (the controllers' log
+lines), and the well-behaved clients' ops, errors, p50 and p99. One JSON line per row, then a
+table; ``--results`` appends it to ``bench/RESULTS.md``. Exit 1 if the baseline had errors.
+
+    .venv/bin/python bench/bench_hostile.py [--quick] [--only NAME ...] [--results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _http_load import Workload, percentile, run_load
+from _report import append_section, emit
+from chunkraft.client.broker_client import AsyncBrokerClient
+from chunkraft.deploy.local_cluster import LocalCluster
+
+ATTACKS = ("baseline", "unauthorized-8mb", "admin-8mb", "raft-junk-16mib", "raft-junk-64mib",
+           "slowloris-500", "produce-flood")
+CLIENTS = 4
+HOSTILE_TOPICS = 1_000
+ASSIGNMENTS_PER_TOPIC = 1_000
+FLOOD_PARTITIONS = 6
+FLOOD_PRODUCERS = 8
+FLOOD_BATCH = 100
+RECORD_BYTES = 1024
+HOSTILE_TIMEOUT_S = 120.0
+"""No hostile request is waited for longer than this."""
+
+
+def _post(url: str, path: str, token: str, body: bytes, timeout: float = HOSTILE_TIMEOUT_S
+          ) -> tuple[float, int, str]:
+    """Seconds until answered, the HTTP status (0: no answer) and the answer's start."""
+    began = time.monotonic()
+    try:
+        answer = httpx.post(f"{url}{path}", content=body, timeout=timeout, headers={
+            "authorization": f"Bearer {token}", "content-type": "application/json"})
+        return time.monotonic() - began, answer.status_code, answer.text[:200]
+    except httpx.HTTPError as error:
+        return time.monotonic() - began, 0, repr(error)[:200]
+
+
+def _hostile_body() -> bytes:
+    topics = [{"topic_name": f"hostile-{t}", "partitions_count": 1 + ASSIGNMENTS_PER_TOPIC,
+               "assignments": [[b % 3, (b + 1) % 3, (b + 2) % 3]
+                               for b in range(ASSIGNMENTS_PER_TOPIC)]}
+              for t in range(HOSTILE_TOPICS)]
+    return json.dumps({"topics": topics, "validate_only": True},
+                      separators=(",", ":")).encode()
+
+
+def _raft_junk(port: int, mib: int) -> tuple[float, int, str]:
+    """Announces a 2 GiB message on the Raft port, then sends ``mib`` MiB of zeros; seconds
+    until the peer closed the connection (or everything was sent), 0 and how it ended."""
+    began = time.monotonic()
+    chunk = bytes(64 * 1024)
+    sent = 0
+    outcome = "all sent"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            sock.sendall(struct.pack("i", 0x7FFFFFFF))
+            while sent < mib * 1024 * 1024 and time.monotonic() - began < HOSTILE_TIMEOUT_S:
+                sock.sendall(chunk)
+                sent += len(chunk)
+            sock.settimeout(5)
+            if sock.recv(1) == b"":
+                outcome = f"closed by the peer after {sent >> 20} MiB"
+        except OSError as error:
+            outcome = f"closed by the peer after {sent >> 20} MiB ({type(error).__name__})"
+    return time.monotonic() - began, 0, outcome
+
+
+def _slowloris(port: int, count: int, seconds: float) -> tuple[float, int, str]:
+    """``count`` connections dribbling a request's headers for ``seconds``; how many the
+    server closed on its own."""
+    socks: list[socket.socket] = []
+    began = time.monotonic()
+    for _ in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(b"POST /v3/clusters HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            sock.setblocking(False)
+            socks.append(sock)
+        except OSError:
+            break
+    opened = len(socks)
+    closed = 0
+    end = began + seconds
+    while socks and time.monotonic() < end:
+        time.sleep(1.0)
+        alive = []
+        for sock in socks:
+            try:
+                sock.send(b"X")
+                alive.append(sock)
+            except (BlockingIOError, InterruptedError):
+                alive.append(sock)
+            except OSError:
+                closed += 1
+                sock.close()
+        socks = alive
+    for sock in socks:
+        sock.close()
+    return time.monotonic() - began, 0, f"{opened} opened, {closed} closed by the server"
+
+
+async def _flood_task(urls: dict[int, str], leaders: dict[int, int], token: str, task: int,
+                      end: float, counts: list[int]) -> None:
+    value = b"v" * RECORD_BYTES
+    clients = {b: AsyncBrokerClient(url, token=token, timeout=60) for b, url in urls.items()}
+    try:
+        for seq in range(1_000_000):
+            if time.monotonic() >= end:
+                return
+            partition = (task + seq) % FLOOD_PARTITIONS
+            records = [(b"k%d" % i, value, int(time.time() * 1000)) for i in range(FLOOD_BATCH)]
+            try:
+                answer = await clients[leaders[partition]].produce_records(
+                    "flood", partition, FLOOD_PARTITIONS, records, acks=-1)
+                counts[0 if answer.error_code == 0 else 1] += 1
+            except httpx.HTTPError:
+                counts[1] += 1
+                await asyncio.sleep(0.05)
+    finally:
+        for client in clients.values():
+            await client.aclose()
+
+
+def _flood_process(urls: dict[int, str], leaders: dict[int, int], token: str, seconds: float
+                   ) -> tuple[int, int]:
+    """Runs the producers in their own process: (batches acknowledged, batches refused)."""
+    counts = [0, 0]
+    end = time.monotonic() + seconds
+
+    async def main() -> None:
+        await asyncio.gather(*(_flood_task(urls, leaders, token, t, end, counts)
+                               for t in range(FLOOD_PRODUCERS)))
+
+    asyncio.run(main())
+    return counts[0], counts[1]
+
+
+def _flood_leaders(cluster: LocalCluster, token: str) -> dict[int, int]:
+    """Each flood partition's leader, found by a one-record acks=1 produce."""
+    leaders: dict[int, int] = {}
+
+    async def probe() -> None:
+        deadline = time.monotonic() + 60
+        while len(leaders) < FLOOD_PARTITIONS and time.monotonic() < deadline:
+            for broker_id in cluster.broker_nodes:
+                async with AsyncBrokerClient(cluster.broker_url(broker_id), token=token,
+                                             timeout=10) as client:
+                    for partition in range(FLOOD_PARTITIONS):
+                        if partition in leaders:
+                            continue
+                        answer = await client.produce_records(
+                            "flood", partition, FLOOD_PARTITIONS, [(b"k", b"v", 0)], acks=1)
+                        if answer.error_code == 0:
+                            leaders[partition] = broker_id
+            await asyncio.sleep(0.2)
+
+    asyncio.run(probe())
+    if len(leaders) < FLOOD_PARTITIONS:
+        raise RuntimeError(f"leaders of the flood topic not found: {leaders}")
+    return leaders
+
+
+def _terms(cluster: LocalCluster) -> dict[int, int]:
+    terms = {}
+    for node_id in cluster.nodes:
+        status = cluster.status(node_id, timeout=10)
+        epoch = status.get("epoch") if status is not None else None
+        if isinstance(epoch, int):
+            terms[node_id] = epoch
+    return terms
+
+
+def _log_lines(cluster: LocalCluster, needle: str) -> int:
+    count = 0
+    for node in cluster.nodes.values():
+        if node.log_path.exists():
+            with node.log_path.open("rb") as log:
+                count += sum(1 for line in log if needle.encode() in line)
+    return count
+
+
+def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: int,
+            hostile_token: str) -> Callable[[float, float], tuple[float, int, str]]:
+    """The attack as ``on_window(start, end)`` of the load run: it starts 2 s into the
+    window and returns (seconds, HTTP status, what happened)."""
+    cluster_id = str(cluster.cluster_id)
+    path = f"/v3/clusters/{cluster_id}/topics:create-partitions"
+    url = cluster.nodes[leader].url
+
+    def run(start: float, end: float) -> tuple[float, int, str]:
+        time.sleep(max(start + 2.0 - time.time(), 0))
+        if name == "baseline":
+            return 0.0, 0, "no attack"
+        if name == "unauthorized-8mb":
+            return _post(url, path, hostile_token, args.hostile_body)
+        if name == "admin-8mb":
+            return _post(url, path, cluster.admin_token, args.hostile_body)
+        if name.startswith("raft-junk-"):
+            mib = int(name.removeprefix("raft-junk-").removesuffix("mib"))
+            return _raft_junk(cluster.nodes[leader].raft_port, mib)
+        if name == "slowloris-500":
+            return _slowloris(int(url.rsplit(":", 1)[1]), 500, max(end - time.time() - 1, 1))
+        if name == "produce-flood":
+            urls = {b: cluster.broker_url(b) for b in cluster.broker_nodes}
+            context = get_context("spawn")
+            with context.Pool(1) as pool:
+                began = time.monotonic()
+                acked, refused = pool.apply(_flood_process, (
+                    urls, args.flood_leaders, cluster.admin_token,
+                    max(end - time.time() - 1, 1)))
+            return time.monotonic() - began, 0, f"{acked} batches acknowledged, " \
+                                                 f"{refused} refused"
+        raise ValueError(name)
+
+    return run
+
+
+def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
+            hostile_token: str) -> dict[str, Any]:
+    leader = cluster.wait_ready(timeout=60)
+    terms_before = _terms(cluster)
+    fenced_before = _log_lines(cluster, "fenced: no heartbeat")
+    duration = args.flood_seconds if name == "produce-flood" else args.window
+    attack = _attack(name, cluster, args, leader, hostile_token)
+    outcome: list[tuple[float, int, str]] = []
+    workload = Workload(kind="v3-create-topic", urls=tuple(cluster.urls),
+                        prefix=f"good-{name}", replication_factor=3,
+                        cluster_id=str(cluster.cluster_id), timeout=30.0)
+    result = run_load(workload, clients=CLIENTS, duration=duration,
+                      on_window=lambda s, e: outcome.append(attack(s, e)))
+    time.sleep(1.0)
+    terms_after = _terms(cluster)
+    # One election raises every node's term: the largest rise is how many there were.
+    elections = max((terms_after.get(n, t) - t for n, t in terms_before.items()), default=0)
+    seconds, status, what = outcome[0] if outcome else (0.0, 0, "no outcome")
+    return {
+        "bench": "hostile", "attack": name, "hostile_seconds": round(seconds, 3),
+        "hostile_status": status, "hostile_outcome": what,
+        "raft_term_increases": elections,
+        "brokers_fenced": _log_lines(cluster, "fenced: no heartbeat") - fenced_before,
+        "good_ops": result.ops, "good_errors": result.errors,
+        "good_first_error": result.first_error[:200],
+        "good_p50_ms": round(percentile(result.latencies_ms, 0.5), 1),
+        "good_p99_ms": round(percentile(result.latencies_ms, 0.99), 1),
+        "window_s": duration,
+    }
+
+
+def _target_met(row: dict[str, Any]) -> bool:
+    return (row["raft_term_increases"] == 0 and row["brokers_fenced"] == 0
+            and row["good_errors"] == 0 and row["good_p99_ms"] <= 500
+            and (row["attack"] in ("baseline", "slowloris-500", "produce-flood")
+                 or row["hostile_seconds"] <= 2.0))
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| attack | hostile answered in | how | elections | brokers fenced | "
+             "good ops | errors | p50 ms | p99 ms | target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['attack']} | {row['hostile_seconds']:.2f} s | "
+            f"{row['hostile_status'] or ''} {row['hostile_outcome'][:60]} | "
+            f"{row['raft_term_increases']} | {row['brokers_fenced']} | {row['good_ops']} | "
+            f"{row['good_errors']} | {row['good_p50_ms']} | {row['good_p99_ms']} | "
+            f"{'met' if _target_met(row) else 'MISSED'} |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 30 s produce flood")
+    parser.add_argument("--only", nargs="*", choices=ATTACKS, default=None)
+    parser.add_argument("--window", type=float, default=20.0,
+                        help="seconds each attack's measured window lasts")
+    parser.add_argument("--results", action="store_true", help="append to bench/RESULTS.md")
+    args = parser.parse_args()
+    args.flood_seconds = 30.0 if args.quick else 180.0
+    args.body_mb = 0.0
+    attacks = [a for a in ATTACKS if args.only is None or a in args.only]
+    if "baseline" not in attacks:
+        attacks.insert(0, "baseline")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-hostile-") as base:
+        cluster = LocalCluster(Path(base), broker_count=3)
+        try:
+            cluster.prepare()
+            cluster.start()
+            cluster.wait_ready(timeout=60)
+            cluster.start_brokers()
+            cluster.wait_brokers_ready(timeout=90)
+            hostile_token = cluster.add_token("User:mallory", "bench_hostile: no ACLs")
+            # The load clients inherit the admin's token (and nothing else of ours).
+            os.environ["CHUNKRAFT_TOKEN"] = cluster.admin_token
+            if {"unauthorized-8mb", "admin-8mb"} & set(attacks):
+                args.hostile_body = _hostile_body()
+                args.body_mb = len(args.hostile_body) / 1e6
+                _create_topics(cluster, [f"hostile-{t}" for t in range(HOSTILE_TOPICS)], 1, 3)
+            if "produce-flood" in attacks:
+                _create_topics(cluster, ["flood"], FLOOD_PARTITIONS, 3)
+                args.flood_leaders = _flood_leaders(cluster, cluster.admin_token)
+            time.sleep(2.0)  # the new token reaches every node
+            for name in attacks:
+                row = measure(name, cluster, args, hostile_token)
+                rows.append(row)
+                emit(row)
+        finally:
+            for broker_id in list(cluster.broker_nodes):
+                cluster.kill_broker(broker_id)
+            for node_id in list(cluster.nodes):
+                cluster.kill(node_id)
+    lines = _table(rows)
+    print("\n".join(lines))
+    if args.results:
+        append_section("Hostile input (issue 15)", [
+            f"3 controllers + 3 brokers, default settings, {CLIENTS} well-behaved v3 "
+            f"createTopics clients, windows of {args.window:.0f} s (produce flood "
+            f"{args.flood_seconds:.0f} s); the 8 MB bodies are {args.body_mb:.1f} MB.", "",
+            *lines])
+    baseline = next(row for row in rows if row["attack"] == "baseline")
+    if baseline["good_errors"] or baseline["good_ops"] == 0:
+        print("the baseline row has errors: the run fails", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _create_topics(cluster: LocalCluster, names: list[str], partitions: int, rf: int) -> None:
+    for start in range(0, len(names), 500):
+        answer = httpx.post(f"{cluster.urls[0]}/controller/v1/create-topics", timeout=120,
+                            headers={**cluster.headers, "content-type": "application/json"},
+                            json={"topics": [{"name": n, "num_partitions": partitions,
+                                              "replication_factor": rf}
+                                             for n in names[start:start + 500]]})
+        answer.raise_for_status()
+        errors = [t for t in answer.json()["topics"] if t["error_code"] not in (0, 36)]
+        if errors:
+            raise RuntimeError(f"creating the bench's topics failed: {errors[:3]}")
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench_hostile"
+    sys.exit(main())
