@@ -165,9 +165,11 @@ def test_topic_lifecycle_prints_what_kafka_topics_prints(cli: Cli) -> None:
 
     assert ok(cli.run("topics", "--delete", "--topic", "orders")) == ""
     assert failed(cli.run("topics", "--describe", "--topic", "orders")) == \
-        "Error while executing topic command : Topic 'orders' does not exist as expected\n"
+        ("Error while executing topic command : UNKNOWN_TOPIC_OR_PARTITION: Topic 'orders' "
+         "does not exist as expected\n")
     assert failed(cli.run("topics", "--delete", "--topic", "orders")) == \
-        "Error while executing topic command : Topic 'orders' does not exist as expected\n"
+        ("Error while executing topic command : UNKNOWN_TOPIC_OR_PARTITION: Topic 'orders' "
+         "does not exist as expected\n")
     assert ok(cli.run("topics", "--delete", "--topic", "orders", "--if-exists")) == ""
     assert ok(cli.run("topics", "--alter", "--topic", "orders", "--partitions", "9",
                       "--if-exists")) == ""
@@ -376,7 +378,8 @@ def test_an_unknown_chunk_and_topic(cli: Cli) -> None:
     assert failed(result) == \
         "Error while executing chunk command : 1 of 1 chunk reassignments failed\n"
     assert failed(cli.run("chunks", "describe", "--topic", "no-such-topic")) == \
-        "Error while executing chunk command : Topic 'no-such-topic' does not exist as expected\n"
+        ("Error while executing chunk command : UNKNOWN_TOPIC_OR_PARTITION: Topic "
+         "'no-such-topic' does not exist as expected\n")
 
 
 # ------------------------------------------------------------------ authentication and ACLs

@@ -18,6 +18,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent.config import load_broker_config
+from chunkraft.cli.errors import InputFileError
+from chunkraft.cli.input_files import check_input_file
 from chunkraft.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,8 +53,10 @@ def register(commands: Subcommands) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        if args.config is not None:  # bounded and UTF-8 before the loader reads it whole
+            check_input_file(args.config, "config file")
         config = load_broker_config(args.config, dict(args.override), os.environ)
-    except ConfigError as error:
+    except (ConfigError, InputFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return CONFIG_ERROR
     from chunkraft.broker_agent.process import run_broker  # uvicorn only when running

@@ -20,16 +20,19 @@ with an optional ``chunkEpoch`` (the move is refused if the chunk's epoch change
 
 The readers turn a file into REST v3 items (snake_case) and refuse anything else with a message
 naming the file, the item and the key: an unknown key, a wrong type, a missing field, an empty
-list. A ``"version": 1`` key is accepted at the top, as in Kafka's reassignment files.
+list. A ``"version": 1`` key is accepted at the top, as in Kafka's reassignment files. The file
+itself is read by :func:`chunkraft.cli.input_files.read_input_json` (size, encoding and nesting
+bounds: no file gives a traceback).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
+from chunkraft.cli.errors import KafkaRefusal
+from chunkraft.cli.input_files import read_input_json
 from chunkraft.cli.output import ToolError
 
 __all__ = [
@@ -51,12 +54,12 @@ _ALTER_OPTIONAL = {"chunkEpoch": "chunk_epoch"}
 
 def read_create_chunk_file(path: str | Path) -> list[dict[str, Any]]:
     """The REST ``chunks:create`` items of a create-chunk JSON file; ToolError if unusable."""
-    return parse_create_chunks(_load(path, "create-chunk"), str(path))
+    return parse_create_chunks(read_input_json(path, "create-chunk JSON file"), str(path))
 
 
 def read_alter_chunk_file(path: str | Path) -> list[dict[str, Any]]:
     """The REST ``chunks:alter-assignments`` items of an alter-chunk JSON file."""
-    return parse_alter_chunks(_load(path, "alter-chunk"), str(path))
+    return parse_alter_chunks(read_input_json(path, "alter-chunk JSON file"), str(path))
 
 
 def parse_create_chunks(document: Any, source: str = "the file") -> list[dict[str, Any]]:
@@ -100,21 +103,6 @@ def parse_alter_chunks(document: Any, source: str = "the file") -> list[dict[str
     return result
 
 
-def _load(path: str | Path, kind: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ToolError(f"{kind} JSON file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        raise ToolError(f"cannot read {kind} JSON file {path}: {reason}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ToolError(f"{kind} JSON file {path} is not valid JSON: {error.msg} "
-                        f"(line {error.lineno}, column {error.colno})") from None
-
-
 def _items(document: Any, key: str, source: str) -> list[dict[str, Any]]:
     if not isinstance(document, dict):
         raise ToolError(f'{source}: expected a JSON object {{"{key}": [...]}}')
@@ -131,8 +119,8 @@ def _items(document: Any, key: str, source: str) -> list[dict[str, Any]]:
     if not items:
         raise ToolError(f'{source}: "{key}" is empty: nothing to do')
     if len(items) > MAX_ITEMS:
-        raise ToolError(f'{source}: "{key}" has {len(items)} items; at most {MAX_ITEMS} '
-                        "per request (split the file)")
+        raise KafkaRefusal("INVALID_REQUEST", f'{source}: "{key}" has {len(items)} items; '
+                           f"at most {MAX_ITEMS} per request (split the file)")
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise ToolError(f"{source}: {key}[{index}] must be a JSON object")
@@ -153,16 +141,22 @@ def _common(raw: dict[str, Any], where: str, optional: set[str]) -> dict[str, An
         raise ToolError(f'{where}: no "partition"')
     partition = _integer(raw, "partition", where, minimum=0)
     replicas = raw.get("replicas")
-    if not isinstance(replicas, list) or not replicas:
+    if not isinstance(replicas, list):
         raise ToolError(f'{where}: "replicas" must be a non-empty list of broker ids')
+    # From here the item is a request a controller would refuse: its error name, as it would.
+    if not replicas:
+        raise KafkaRefusal("INVALID_REPLICA_ASSIGNMENT",
+                           f'{where}: "replicas" must be a non-empty list of broker ids')
     brokers = []
     for broker in replicas:
         if not _is_int(broker) or broker < 0:
-            raise ToolError(f'{where}: "replicas" must hold broker ids (integers >= 0), '
-                            f"not {broker!r}")
+            raise KafkaRefusal("INVALID_REPLICA_ASSIGNMENT",
+                               f'{where}: "replicas" must hold broker ids (integers >= 0), '
+                               f"not {broker!r}")
         brokers.append(broker)
     if len(set(brokers)) != len(brokers):
-        raise ToolError(f'{where}: "replicas" lists a broker twice: {brokers}')
+        raise KafkaRefusal("INVALID_REPLICA_ASSIGNMENT",
+                           f'{where}: "replicas" lists a broker twice: {brokers}')
     return {"topic": topic, "partition": partition, "replicas": brokers}
 
 

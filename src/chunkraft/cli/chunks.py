@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from chunkraft.cli.chunk_files import read_alter_chunk_file, read_create_chunk_file
+from chunkraft.cli.errors import KafkaRefusal
 from chunkraft.cli.output import (
     ToolError,
     ToolParser,
@@ -269,7 +270,8 @@ def _describe(args: argparse.Namespace) -> int:
                 if args.topic is not None:
                     where = (f"Partition {args.topic}-{args.partition}"
                              if args.partition is not None else f"Topic '{args.topic}'")
-                    raise ToolError(f"{where} does not exist as expected") from None
+                    raise KafkaRefusal("UNKNOWN_TOPIC_OR_PARTITION",
+                                       f"{where} does not exist as expected") from None
     if args.output == "json":
         print_json(chunks)
         return 0

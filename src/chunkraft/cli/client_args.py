@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chunkraft.cli.input_files import load_command_config
 from chunkraft.cli.output import ToolError
 from chunkraft.client.admin import split_bootstrap
-from chunkraft.client.command_config import CommandConfig
 
 __all__ = [
     "ClientCredentials",
@@ -62,10 +62,11 @@ def bootstrap_urls(text: str) -> list[str]:
 
 
 def load_credentials(path: str | None) -> ClientCredentials:
-    """The token and TLS settings of ``--command-config`` (CommandConfigError if unusable).
+    """The token and TLS settings of ``--command-config`` (InputFileError or CommandConfigError
+    if unusable).
 
     Without TLS files, https URLs are checked against the system's CAs (httpx's default)."""
-    config = CommandConfig.load(path)
+    config = load_command_config(path)
     tls = config.ca_file is not None or config.certificate_file is not None
     return ClientCredentials(config.token, config.ssl_context() if tls else True)
 

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chunkraft.cli.errors import InputFileError, ToolError
+from chunkraft.cli.input_files import read_input_json
 from chunkraft.deploy.local_cluster import LocalCluster, write_private
 
 if TYPE_CHECKING:
@@ -52,24 +54,37 @@ def open_local_cluster(directory: Path, controllers: int, brokers: int = 3) -> L
     """The cluster kept under ``directory``: the same ids, password and ports as last time.
 
     A directory saved before brokers existed gets ``brokers`` new broker ports, saved from then
-    on."""
+    on. InputFileError if its ``cluster.json`` cannot be read or is not what this command
+    writes."""
     directory.mkdir(parents=True, exist_ok=True)
     state_path = directory / STATE_FILE
     if state_path.exists():
-        state: dict[str, Any] = json.loads(state_path.read_text())
-        saved_brokers: dict[str, int] = state.get("brokers", {})
-        cluster = LocalCluster(directory, size=len(state["nodes"]),
-                               cluster_id=state["cluster_id"], password=state["password"],
-                               broker_count=len(saved_brokers) if saved_brokers else brokers)
-        for node_id, (raft_port, http_port) in state["nodes"].items():
-            node = cluster.nodes[int(node_id)]
-            node.raft_port, node.http_port = raft_port, http_port
-        for broker_id, port in saved_brokers.items():
-            cluster.broker_nodes[int(broker_id)].http_port = port
-        if not saved_brokers and cluster.broker_nodes:
-            _save(state_path, cluster)
-    else:
-        cluster = LocalCluster(directory, size=controllers, broker_count=brokers)
+        state = read_input_json(state_path, "cluster state file")
+        try:
+            return _reopen(state_path, state, brokers)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            # a file edited by hand or by another version: say so, not a traceback
+            raise InputFileError(f"cluster state file {state_path} is not one chunkraft "
+                                 f"cluster wrote ({type(error).__name__}: {error}); fix it "
+                                 "or use another --dir") from None
+    cluster = LocalCluster(directory, size=controllers, broker_count=brokers)
+    _save(state_path, cluster)
+    return cluster
+
+
+def _reopen(state_path: Path, state: Any, brokers: int) -> LocalCluster:
+    """The cluster ``state`` (a saved ``cluster.json``) describes."""
+    directory = state_path.parent
+    saved_brokers: dict[str, int] = state.get("brokers", {})
+    cluster = LocalCluster(directory, size=len(state["nodes"]),
+                           cluster_id=state["cluster_id"], password=state["password"],
+                           broker_count=len(saved_brokers) if saved_brokers else brokers)
+    for node_id, (raft_port, http_port) in state["nodes"].items():
+        node = cluster.nodes[int(node_id)]
+        node.raft_port, node.http_port = raft_port, http_port
+    for broker_id, port in saved_brokers.items():
+        cluster.broker_nodes[int(broker_id)].http_port = port
+    if not saved_brokers and cluster.broker_nodes:
         _save(state_path, cluster)
     return cluster
 
@@ -83,7 +98,11 @@ def _save(state_path: Path, cluster: LocalCluster) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    cluster = open_local_cluster(args.dir, args.controllers, args.brokers)
+    try:
+        cluster = open_local_cluster(args.dir, args.controllers, args.brokers)
+    except ToolError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

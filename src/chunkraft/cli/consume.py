@@ -44,6 +44,7 @@ from chunkraft.cli.client_args import (
     text_value,
     unescape,
 )
+from chunkraft.cli.errors import KafkaRefusal
 from chunkraft.cli.output import ToolError, ToolParser, register_tool, usage_error
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
 
@@ -318,7 +319,8 @@ def _start(consumer: Any, topic: str, plan: Plan) -> None:
     if plan.partition is None:
         partitions = consumer.partitions_for(topic)
         if not partitions:
-            raise ToolError(f"Topic '{topic}' does not exist or has no partitions")
+            raise KafkaRefusal("UNKNOWN_TOPIC_OR_PARTITION",
+                               f"Topic '{topic}' does not exist or has no partitions")
         consumer.assign([(topic, p) for p in sorted(partitions)])
         return
     tp = (topic, plan.partition)

@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chunkraft.cli.errors import InputFileError
+from chunkraft.cli.input_files import check_input_file
 from chunkraft.controller.addresses import parse_node_id
 from chunkraft.controller.config import load_controller_config
 from chunkraft.controller.settings import parse_cluster_id
@@ -168,8 +170,10 @@ def _run(args: argparse.Namespace) -> int:
     if overrides is None:
         return CONFIG_ERROR
     try:
+        if args.config is not None:  # bounded and UTF-8 before the loader reads it whole
+            check_input_file(args.config, "config file")
         config = load_controller_config(args.config, overrides, os.environ)
-    except ConfigError as error:
+    except (ConfigError, InputFileError) as error:
         _error(error)
         return CONFIG_ERROR
     try:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chunkraft.cli.errors import InputFileError
+from chunkraft.cli.input_files import read_input_json
 from chunkraft.security.credentials import (
     CredentialsFileError,
     add_token,
@@ -65,6 +68,14 @@ def _file_argument(parser: argparse.ArgumentParser) -> None:
                         help="the credentials file (a controller's auth.credentials.file)")
 
 
+def _vet(path: Path) -> None:
+    """Refuses (InputFileError) a credentials file that is too large, not UTF-8 or nested
+    deeper than any credentials file, before :mod:`chunkraft.security.credentials` parses it
+    (its reader has no such bounds). A missing file is fine: ``add`` creates it."""
+    if os.path.lexists(path):
+        read_input_json(path, "credentials file")
+
+
 def _fail(message: str) -> int:
     print(f"Error while executing credentials command : {message}", file=sys.stderr)
     return 1
@@ -75,8 +86,9 @@ def _add(args: argparse.Namespace) -> int:
         return _fail(f"{args.principal!r} is not a principal of the form Type:name "
                      "(User:alice)")
     try:
+        _vet(args.file)
         token = add_token(args.file, args.principal, args.description)
-    except (CredentialsFileError, OSError) as error:
+    except (CredentialsFileError, InputFileError, OSError) as error:
         return _fail(str(error))
     print(token)
     print(f"added a token for {args.principal} to {args.file}; it is shown only this once. "
@@ -86,8 +98,9 @@ def _add(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     try:
+        _vet(args.file)
         entries = read_credentials(args.file)
-    except CredentialsFileError as error:
+    except (CredentialsFileError, InputFileError) as error:
         return _fail(str(error))
     if args.output == "json":
         print(json.dumps([{"principal": e.principal, "sha256": e.sha256, "created": e.created,
@@ -108,6 +121,7 @@ def _revoke(args: argparse.Namespace) -> int:
     if args.sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{4,64}", args.sha256):
         return _fail(f"--sha256 {args.sha256!r} is not 4 to 64 hex digits")
     try:
+        _vet(args.file)
         if args.sha256:
             matching = [e for e in read_credentials(args.file)
                         if e.sha256.startswith(args.sha256.lower())
@@ -116,7 +130,7 @@ def _revoke(args: argparse.Namespace) -> int:
                 return _fail(f"--sha256 {args.sha256} matches {len(matching)} tokens; give "
                              "more digits")
         removed = revoke_tokens(args.file, principal=args.principal, sha256_prefix=args.sha256)
-    except (CredentialsFileError, OSError) as error:
+    except (CredentialsFileError, InputFileError, OSError) as error:
         return _fail(str(error))
     if not removed:
         return _fail("no token matched")

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from chunkraft.cli.errors import ToolError
 from chunkraft.deploy.local_cluster import LocalCluster
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         cluster = open_cluster(args.dir)
-    except (RuntimeError, OSError, ValueError) as error:
+    except (RuntimeError, OSError, ValueError, ToolError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     try:

@@ -18,8 +18,10 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from chunkraft.cli.errors import ToolError
+from chunkraft.cli.input_files import load_command_config
 from chunkraft.client.admin import AdminClient, AdminError
-from chunkraft.client.command_config import CommandConfig, CommandConfigError
+from chunkraft.client.command_config import CommandConfigError
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -38,10 +40,6 @@ __all__ = [
     "run_tool",
     "usage_error",
 ]
-
-
-class ToolError(Exception):
-    """A command that cannot be carried out; its text is the message the user sees."""
 
 
 class ToolParser(argparse.ArgumentParser):
@@ -70,7 +68,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, required: bool 
 
 def open_client(args: argparse.Namespace, **options: Any) -> AdminClient:
     """An AdminClient for the tool's ``--bootstrap-server`` and ``--command-config``."""
-    config = CommandConfig.load(args.command_config)
+    config = load_command_config(args.command_config)
     try:
         return AdminClient(args.bootstrap, config, **options)
     except ValueError as error:

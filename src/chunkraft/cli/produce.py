@@ -8,7 +8,9 @@ parse.key=true`` splits each line at ``key.separator`` (a tab by default) into k
 default). With ``--transactional-id`` the whole input is one transaction, committed at the end
 of the input (aborted if a record fails). ``--sync`` waits for each record's acknowledgement
 before reading the next line. Like Kafka's tool it prints nothing when all goes well; a failed
-record ends the command with ``Error while executing produce command : ...`` and status 1.
+record ends the command with ``Error while executing produce command : ...`` and status 1, and
+so does an input line that is not UTF-8 or is longer than 1 MiB (Kafka's ``max.request.size``
+default), named by its number.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from chunkraft.cli.client_args import (
     text_value,
     unescape,
 )
+from chunkraft.cli.input_files import read_input_lines
 from chunkraft.cli.output import ToolError, ToolParser, register_tool
 
 if TYPE_CHECKING:
@@ -148,7 +151,8 @@ def run(parser: ToolParser, args: argparse.Namespace, stdin: TextIO | None = Non
     credentials = load_credentials(args.command_config)
     if args.transactional_id is not None and args.acks != -1:
         raise ToolError("--transactional-id needs --acks all (transactions are idempotent)")
-    lines = sys.stdin if stdin is None else stdin
+    # bytes, decoded line by line here: a bad line is named, and no line is unbounded
+    lines = read_input_lines(sys.stdin.buffer) if stdin is None else stdin
     return produce_lines(urls, args.topic, reader.records(lines), acks=args.acks,
                          transactional_id=args.transactional_id, sync=args.sync,
                          factory=factory, token=credentials.token,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from chunkraft.cli.input_files import load_command_config
 from chunkraft.cli.output import ToolError, fail, print_json
 from chunkraft.client.admin import AdminClient, AdminError
 from chunkraft.client.command_config import CommandConfig, CommandConfigError
@@ -102,7 +103,7 @@ def format_replication(status: dict[str, Any]) -> str:
 
 def _describe(args: argparse.Namespace) -> int:
     try:
-        config = CommandConfig.load(args.command_config)
+        config = load_command_config(args.command_config)
         status = fetch_quorum(args.bootstrap, config=config)
     except AdminError as error:
         return fail("quorum", error.describe())

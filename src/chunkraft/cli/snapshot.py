@@ -14,8 +14,10 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
+from chunkraft.cli.errors import ToolError
+from chunkraft.cli.input_files import load_command_config
 from chunkraft.cli.output import fail
-from chunkraft.client.command_config import CommandConfig, CommandConfigError
+from chunkraft.client.command_config import CommandConfigError
 from chunkraft.export.manifest import ExportError, Manifest
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ def _export(args: argparse.Namespace) -> int:
 
             manifest = export_snapshot(args.snapshot, args.out, workers=args.workers)
         else:
-            config = CommandConfig.load(args.command_config)
+            config = load_command_config(args.command_config)
             if args.bootstrap is not None:
                 from chunkraft.export.download import export_from_controller
 
@@ -75,7 +77,7 @@ def _export(args: argparse.Namespace) -> int:
                 from chunkraft.export.broker_export import export_broker_state
 
                 manifest = export_broker_state(args.broker, args.out, config)
-    except (ExportError, CommandConfigError) as error:
+    except (ExportError, CommandConfigError, ToolError) as error:
         return fail("snapshot", str(error))
     except KeyboardInterrupt:
         return 130

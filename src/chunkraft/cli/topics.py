@@ -18,6 +18,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any
 
+from chunkraft.cli.errors import KafkaRefusal
 from chunkraft.cli.output import (
     ToolError,
     ToolParser,
@@ -105,8 +106,9 @@ def build_parser() -> ToolParser:
 def parse_replica_assignment(text: str) -> list[list[int]]:
     """kafka-topics' ``--replica-assignment``: ``"0:1,1:2"`` -> ``[[0, 1], [1, 2]]``.
 
-    ToolError for an empty partition, a non-integer or negative broker id, a broker listed twice
-    for one partition, or partitions with different replica counts (Kafka refuses each)."""
+    KafkaRefusal(INVALID_REPLICA_ASSIGNMENT, as a controller would answer) for an empty
+    partition, a non-integer or negative broker id, a broker listed twice for one partition,
+    or partitions with different replica counts."""
     assignment: list[list[int]] = []
     for index, part in enumerate(text.split(",")):
         brokers: list[int] = []
@@ -114,17 +116,28 @@ def parse_replica_assignment(text: str) -> list[list[int]]:
             item = item.strip()
             if not item.isdigit():
                 found = repr(item) if item else "nothing"
-                raise ToolError(f"--replica-assignment {text!r}: partition {index} has "
-                                f"{found} where a broker id should be")
+                raise _invalid_assignment(f"--replica-assignment {text!r}: partition "
+                                          f"{index} has {found} where a broker id should be")
             brokers.append(int(item))
         if len(set(brokers)) != len(brokers):
-            raise ToolError(f"--replica-assignment {text!r}: partition {index} lists a broker "
-                            f"twice: {brokers_text(brokers)}")
+            raise _invalid_assignment(f"--replica-assignment {text!r}: partition {index} "
+                                      f"lists a broker twice: {brokers_text(brokers)}")
         if assignment and len(brokers) != len(assignment[0]):
-            raise ToolError(f"--replica-assignment {text!r}: partition {index} has "
-                            f"{len(brokers)} replicas, partition 0 has {len(assignment[0])}")
+            raise _invalid_assignment(f"--replica-assignment {text!r}: partition {index} "
+                                      f"has {len(brokers)} replicas, partition 0 has "
+                                      f"{len(assignment[0])}")
         assignment.append(brokers)
     return assignment
+
+
+def _invalid_assignment(message: str) -> KafkaRefusal:
+    return KafkaRefusal("INVALID_REPLICA_ASSIGNMENT", message)
+
+
+def _no_such_topic(topic: str) -> KafkaRefusal:
+    """Kafka's words for a missing topic, with the error name a controller answers."""
+    return KafkaRefusal("UNKNOWN_TOPIC_OR_PARTITION", f"Topic '{topic}' does not exist as "
+                        "expected")
 
 
 def run(parser: ToolParser, args: argparse.Namespace) -> int:
@@ -178,7 +191,7 @@ def _missing(args: argparse.Namespace, error: AdminError) -> int:
         raise error
     if args.if_exists:
         return 0
-    raise ToolError(f"Topic '{args.topic}' does not exist as expected") from None
+    raise _no_such_topic(args.topic) from None
 
 
 # ------------------------------------------------------------------ list and describe
@@ -228,7 +241,7 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
         listed = {str(topic["topic_name"]): topic for topic in client.list_topics()}
         names = _matching(sorted(listed), args.topic)
         if args.topic is not None and not names and not args.if_exists:
-            raise ToolError(f"Topic '{args.topic}' does not exist as expected")
+            raise _no_such_topic(args.topic)
         topics = [listed[name] for name in names]
     described = []
     for topic in topics:
@@ -381,9 +394,9 @@ def _alter_with_assignment(client: AdminClient, args: argparse.Namespace) -> dic
     current = int(client.get_topic(args.topic)["partitions_count"])
     new = assignment[current:]
     if len(new) != args.partitions - current:
-        raise ToolError(f"--replica-assignment lists {len(assignment)} partitions; "
-                        f"--partitions {args.partitions} needs {args.partitions} (the "
-                        f"{current} existing ones, then one per new partition)")
+        raise _invalid_assignment(f"--replica-assignment lists {len(assignment)} partitions; "
+                                  f"--partitions {args.partitions} needs {args.partitions} "
+                                  f"(the {current} existing ones, then one per new partition)")
     results = client.create_partitions(
         [{"topic_name": args.topic, "partitions_count": args.partitions, "assignments": new}],
         validate_only=args.dry_run)

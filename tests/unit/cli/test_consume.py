@@ -170,5 +170,6 @@ def test_an_unknown_topic_is_an_error_without_a_total(capsys: pytest.CaptureFixt
 
     assert run_tool("consume", lambda p, a: run(p, a, io.StringIO(), factory), parser,
                     args) == 1
-    assert capsys.readouterr().err == ("Error while executing consume command : Topic 'nope' "
-                                       "does not exist or has no partitions\n")
+    assert capsys.readouterr().err == ("Error while executing consume command : "
+                                       "UNKNOWN_TOPIC_OR_PARTITION: Topic 'nope' does not "
+                                       "exist or has no partitions\n")

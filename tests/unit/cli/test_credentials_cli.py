@@ -92,7 +92,7 @@ def test_a_malformed_file_is_reported_not_overwritten(
     path.write_text("{not json")
     for args in (["add", "--principal", "User:a"], ["list"], ["revoke", "--principal", "User:a"]):
         status, _, err = run(capsys, *args[:1], "--file", str(path), *args[1:])
-        assert status == 1 and "not JSON" in err
+        assert status == 1 and "is not valid JSON" in err
     assert path.read_text() == "{not json"
 
 

@@ -175,5 +175,5 @@ def test_a_missing_command_config_is_a_quorum_command_error(
                    "--bootstrap-server", "http://127.0.0.1:1"])
     assert status == 1
     assert capsys.readouterr().err == (
-        f"Error while executing quorum command : cannot read command config file {missing}: "
-        "No such file or directory\n")
+        f"Error while executing quorum command : command config file {missing} does not "
+        "exist\n")

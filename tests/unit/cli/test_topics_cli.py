@@ -128,8 +128,8 @@ def test_a_bad_assignment_is_a_command_error(capsys: pytest.CaptureFixture[str])
                    "--replica-assignment", "1:a"])
     assert status == 1
     assert capsys.readouterr().err == (
-        "Error while executing topic command : --replica-assignment '1:a': partition 0 has "
-        "'a' where a broker id should be\n")
+        "Error while executing topic command : INVALID_REPLICA_ASSIGNMENT: "
+        "--replica-assignment '1:a': partition 0 has 'a' where a broker id should be\n")
 
 
 def test_a_bootstrap_server_that_is_not_a_url(capsys: pytest.CaptureFixture[str]) -> None:
