@@ -1,0 +1,316 @@
+"""transport_guard: a guarded pysyncobj server against junk, floods, idlers and dribblers.
+
+Real sockets on 127.0.0.1 and pysyncobj's own poller, driven by hand from the test thread (no
+Raft): the server side is exactly what a RaftNode's transport builds for incoming connections.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pysyncobj.pickle as pysyncobj_pickle
+import pytest
+from pysyncobj.encryptor import getEncryptor
+from pysyncobj.poller import createPoller
+from pysyncobj.tcp_connection import CONNECTION_STATE
+
+from chunkraft.controller.raft.transport_guard import (
+    LARGEST_LEGITIMATE_MESSAGE_BYTES,
+    UNAUTHENTICATED_MAX_MESSAGE_BYTES,
+    GuardedTcpConnection,
+    TransportGuard,
+    TransportLimits,
+    _GuardedTcpServer,
+)
+from chunkraft.deploy.local_cluster import free_ports
+
+PASSWORD = "guard-test"
+ENCRYPTOR = getEncryptor(PASSWORD)
+KEY = b"k" * 32
+STEP = 0.005
+
+
+class Clock:
+    """A clock the test moves; the guard's deadlines read it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Server:
+    """A guarded server and the connections it accepted, each with the messages it got."""
+
+    def __init__(self, limits: TransportLimits, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
+        self.poller = createPoller("auto")
+        self.guard = TransportGuard(limits, clock)
+        self.port = free_ports(1)[0]
+        self.accepted: list[GuardedTcpConnection] = []
+        self.received: list[tuple[GuardedTcpConnection, Any, float]] = []
+        self.rejected_inbox: list[int] = []
+        self.server = _GuardedTcpServer(
+            self.guard, self.poller, "127.0.0.1", self.port, onNewConnection=self._accepted,
+            sendBufferSize=2 ** 16, recvBufferSize=2 ** 16, connectionTimeout=60.0)
+        self.server.bind()
+
+    def _accepted(self, conn: GuardedTcpConnection) -> None:
+        conn.encryptor = ENCRYPTOR
+        self.accepted.append(conn)
+        conn.setOnMessageReceivedCallback(lambda message: self._received(conn, message))
+
+    def _received(self, conn: GuardedTcpConnection, message: Any) -> None:
+        if not conn.recvRandKey:  # the handshake, as pysyncobj's transport does it
+            conn.sendRandKey = message
+            conn.recvRandKey = KEY
+        self.received.append((conn, message, time.monotonic()))
+
+    def pump(self, seconds: float) -> None:
+        """Polls for about ``seconds`` (bounded in iterations too)."""
+        deadline = time.monotonic() + seconds
+        for _ in range(int(seconds / STEP) + 1):
+            self.poller.poll(STEP)
+            self.guard.sweep()
+            if time.monotonic() >= deadline:
+                break
+
+    def pump_until(self, condition: Callable[[], bool], seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        for _ in range(int(seconds / STEP) + 1):
+            if condition():
+                return True
+            self.poller.poll(STEP)
+            self.guard.sweep()
+            if time.monotonic() >= deadline:
+                break
+        return condition()
+
+    def open(self) -> list[GuardedTcpConnection]:
+        return [c for c in self.accepted if c.state != CONNECTION_STATE.DISCONNECTED]
+
+    def close(self) -> None:
+        for conn in self.accepted:
+            conn.disconnect()
+        self.server.unbind()
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    limits = getattr(request, "param", TransportLimits())
+    built = Server(limits)
+    yield built
+    built.close()
+
+
+def frame(message: Any, key: bytes | None = None) -> bytes:
+    """A message as pysyncobj's TcpConnection.send frames it (password set)."""
+    if key is not None:
+        message = (key, message)
+    data: bytes = ENCRYPTOR.encrypt_at_time(zlib.compress(pysyncobj_pickle.dumps(message), 3),
+                                     int(time.monotonic()))
+    return struct.pack("i", len(data)) + data
+
+
+def client(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.setblocking(False)
+    return sock
+
+
+def send_some(sock: socket.socket, data: memoryview) -> memoryview:
+    """Sends what the socket takes now; returns the rest (empty once the peer closed)."""
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        return data
+    except OSError:
+        return data[:0]
+    return data[sent:]
+
+
+def peer_closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(65536) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_the_limits_leave_room_for_the_largest_legitimate_message() -> None:
+    # 4/3 (Fernet's base64) of two full batches of incompressible commands, plus zlib's and
+    # the framing's few bytes: what RaftNode's settings can produce at worst.
+    assert LARGEST_LEGITIMATE_MESSAGE_BYTES >= 4 / 3 * (2 * 64 * 2 ** 20) * 1.001 + 200
+    assert TransportLimits().max_message_bytes > LARGEST_LEGITIMATE_MESSAGE_BYTES
+    handshake = len(frame(os.urandom(32))), len(frame("127.0.0.1:65535", KEY))
+    assert max(handshake) * 100 < UNAUTHENTICATED_MAX_MESSAGE_BYTES, handshake
+    with pytest.raises(ValueError):
+        TransportLimits(max_connections_per_address=0)
+
+
+def test_a_huge_announced_length_closes_the_connection_before_buffering(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    reject = GuardedTcpConnection.reject
+
+    def recording(conn: GuardedTcpConnection, reason: str, detail: str) -> None:
+        seen.append(len(conn._inbox))
+        reject(conn, reason, detail)
+
+    monkeypatch.setattr(GuardedTcpConnection, "reject", recording)
+    attacker = client(server.port)
+    junk = memoryview(struct.pack("i", 0x7FFFFFFF) + bytes(16 * 2 ** 20))
+    started = time.monotonic()
+    for _ in range(2000):
+        junk = send_some(attacker, junk)
+        server.pump(STEP)
+        if server.guard.closed_counts().get("oversize") or not junk:
+            break
+    assert server.guard.closed_counts() == {"oversize": 1}
+    assert time.monotonic() - started < 2.0
+    # At most one read (64 KiB) was ever held, not the 16 MiB that followed.
+    assert seen and max(seen) <= 2 ** 16 + 4, seen
+    assert server.pump_until(lambda: not server.open(), 1.0)
+    assert server.pump_until(lambda: peer_closed(attacker), 1.0)
+    attacker.close()
+
+
+def test_a_negative_length_and_an_oversized_handshake_are_refused(server: Server) -> None:
+    negative = client(server.port)
+    negative.sendall(struct.pack("i", -5) + b"x" * 10)
+    oversized = client(server.port)
+    oversized.sendall(struct.pack("i", UNAUTHENTICATED_MAX_MESSAGE_BYTES + 1))
+    assert server.pump_until(lambda: server.guard.closed_counts().get("oversize") == 2, 2.0)
+    negative.close()
+    oversized.close()
+
+
+def test_a_message_that_does_not_decrypt_closes_the_connection(server: Server) -> None:
+    forger = client(server.port)
+    forger.sendall(struct.pack("i", 1000) + os.urandom(1000))
+    replayer = client(server.port)
+    replayer.sendall(frame(os.urandom(32)) + frame("127.0.0.1:1", b"not-the-key" * 3))
+    assert server.pump_until(
+        lambda: server.guard.closed_counts().get("undecryptable") == 2, 2.0)
+    assert len(server.received) == 1  # the replayer's first message decrypts; its second fails
+    assert not server.received[0][0].is_authenticated
+    forger.close()
+    replayer.close()
+
+
+def test_a_handshake_authenticates_and_lifts_the_limit(server: Server) -> None:
+    peer = client(server.port)
+    peer.sendall(frame(os.urandom(32)))
+    assert server.pump_until(lambda: len(server.received) == 1, 2.0)
+    conn = server.received[0][0]
+    assert not conn.is_authenticated
+    assert conn.message_limit() == UNAUTHENTICATED_MAX_MESSAGE_BYTES
+    large = os.urandom(2 * UNAUTHENTICATED_MAX_MESSAGE_BYTES)
+    rest = memoryview(frame("127.0.0.1:1", KEY) + frame({"entries": large}, KEY))
+    for _ in range(1000):
+        rest = send_some(peer, rest)
+        server.pump(STEP)
+        if len(server.received) == 3:
+            break
+    assert [m for _, m, _ in server.received[1:]] == ["127.0.0.1:1", {"entries": large}]
+    assert conn.is_authenticated and conn.message_limit() == TransportLimits().max_message_bytes
+    assert server.guard.unauthenticated("127.0.0.1") == 0
+    assert server.guard.closed_counts() == {}
+    peer.close()
+
+
+def test_junk_connections_do_not_delay_a_real_message(server: Server) -> None:
+    peer = client(server.port)
+    peer.sendall(frame(os.urandom(32)) + frame("127.0.0.1:1", KEY))
+    assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+    idlers = [client(server.port) for _ in range(30)]
+    # Opened last, so the per-address bound (8) evicts idlers, not these.
+    flooders = [client(server.port) for _ in range(4)]
+    floods = [memoryview(struct.pack("i", 0x7FFFFFFF) + bytes(16 * 2 ** 20))
+              for _ in flooders]
+    assert server.pump_until(lambda: len(server.accepted) == 35, 2.0)
+    for index, sock in enumerate(flooders):
+        floods[index] = send_some(sock, floods[index])
+    sent = time.monotonic()
+    peer.sendall(frame("append_entries", KEY))
+    for _ in range(400):
+        for index, sock in enumerate(flooders):
+            floods[index] = send_some(sock, floods[index])
+        server.pump(STEP)
+        if len(server.received) == 3:
+            break
+    assert len(server.received) == 3
+    conn, message, at = server.received[2]
+    assert message == "append_entries" and conn.is_authenticated
+    assert at - sent < 0.25, at - sent
+    assert server.pump_until(lambda: server.guard.closed_counts().get("oversize") == 4, 2.0)
+    assert server.guard.closed_counts() == {"oversize": 4, "per_address": 26}
+    for sock in (peer, *flooders, *idlers):
+        sock.close()
+
+
+@pytest.mark.parametrize("server", [TransportLimits(max_connections_per_address=3)],
+                         indirect=True)
+def test_unauthenticated_connections_per_address_are_bounded(server: Server) -> None:
+    idlers = [client(server.port) for _ in range(10)]
+    assert server.pump_until(lambda: len(server.accepted) == 10, 3.0)
+    assert server.guard.unauthenticated("127.0.0.1") == 3
+    assert server.guard.closed_counts() == {"per_address": 7}
+    # The oldest were evicted: the three newest remain.
+    assert server.open() == server.accepted[-3:]
+    # An authenticated connection no longer counts: a peer can always get in.
+    peer = client(server.port)
+    peer.sendall(frame(os.urandom(32)) + frame("127.0.0.1:1", KEY))
+    assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+    assert server.received[-1][0].is_authenticated
+    assert server.guard.unauthenticated("127.0.0.1") == 2
+    for sock in (peer, *idlers):
+        sock.close()
+
+
+def test_idle_and_dribbling_connections_are_closed_at_their_deadline() -> None:
+    clock = Clock()
+    server = Server(TransportLimits(handshake_timeout=5.0, message_timeout=30.0), clock)
+    try:
+        idle = client(server.port)
+        dribbler = client(server.port)
+        message = frame(os.urandom(32))
+        assert server.pump_until(lambda: len(server.accepted) == 2, 2.0)
+        for step in range(4):  # one byte per "second": alive, but never done
+            dribbler.send(message[step:step + 1])
+            clock.now += 1.0
+            server.pump(0.02)
+        assert len(server.open()) == 2 and server.guard.closed_counts() == {}
+        clock.now += 1.5
+        server.pump(0.25)  # a sweep is due every 0.1 s of the (fake) clock: move it
+        clock.now += 0.2
+        server.pump(0.05)
+        assert server.guard.closed_counts() == {"handshake_timeout": 2}
+        assert server.open() == []
+        # An authenticated connection that stops halfway through a message.
+        peer = client(server.port)
+        peer.sendall(frame(os.urandom(32)) + frame("127.0.0.1:1", KEY))
+        assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+        partial = frame(os.urandom(4000), KEY)[:500]
+        assert len(partial) == 500
+        peer.sendall(partial)
+        server.pump(0.05)
+        clock.now += 29.0
+        server.pump(0.05)
+        assert len(server.open()) == 1
+        clock.now += 1.5
+        server.pump(0.05)
+        assert server.guard.closed_counts()["message_timeout"] == 1
+        assert server.open() == []
+        for sock in (idle, dribbler, peer):
+            sock.close()
+    finally:
+        server.close()
