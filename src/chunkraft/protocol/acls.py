@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BeforeValidator
 
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Message, StrictInt
 
 __all__ = [
     "AclCreation",
@@ -95,10 +95,15 @@ E = TypeVar("E", bound=enum.IntEnum)
 
 
 def _by_name_or_code(enum_type: type[E]) -> BeforeValidator:
-    """Accepts a member's name (any case) as well as its code."""
+    """Accepts a member's name (any case) as well as its code: a JSON integer, never a bool,
+    a float or a string of digits (the messages' scalars are strict, see ``base``)."""
 
     def parse(value: Any) -> Any:
-        if isinstance(value, str) and not value.lstrip("-").isdigit():
+        if isinstance(value, bool | float) or (
+                isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+            raise ValueError(f"{enum_type.__name__} must be a name or an integer code, "
+                             f"not {value!r}")
+        if isinstance(value, str):
             try:
                 return enum_type[value.strip().upper()]
             except KeyError:
@@ -142,7 +147,7 @@ class CreateAclsRequest(Message):
 class AclCreationResult(Message):
     """The outcome of one creation, in request order."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
 
 
@@ -181,7 +186,7 @@ class DeleteAclsRequest(Message):
 class DeleteAclsMatchingAcl(Message):
     """An ACL a filter matched (and that is deleted)."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
     resource_type: AclResourceType
     resource_name: str
@@ -195,7 +200,7 @@ class DeleteAclsMatchingAcl(Message):
 class DeleteAclsFilterResult(Message):
     """One filter's outcome: an error, or the ACLs it matched."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
     matching_acls: tuple[DeleteAclsMatchingAcl, ...] = ()
 
@@ -242,6 +247,6 @@ class DescribeAclsResource(Message):
 class DescribeAclsResponse(Message):
     """An error, or the matching ACLs grouped by resource pattern."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
     resources: tuple[DescribeAclsResource, ...] = ()

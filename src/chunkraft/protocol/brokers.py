@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, Strict, model_validator
 
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Int16, Int32, Int64, Message, StrictBool, StrictInt
 
 __all__ = [
     "AlterPartitionBrokerState",
@@ -34,11 +34,8 @@ __all__ = [
     "UnregisterBrokerResponse",
 ]
 
-BrokerId = Annotated[int, Field(ge=0, le=2**31 - 1)]
-BrokerEpoch = Annotated[int, Field(ge=-1, le=2**63 - 1)]
-Int16 = Annotated[int, Field(ge=-(2**15), le=2**15 - 1)]
-Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
-Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+BrokerId = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
+BrokerEpoch = Annotated[int, Strict(), Field(ge=-1, le=2**63 - 1)]
 
 
 # ------------------------------------------------------------------ BrokerRegistration
@@ -49,7 +46,7 @@ class BrokerRegistrationListener(Message):
 
     name: str
     host: str
-    port: Annotated[int, Field(ge=0, le=65535)]
+    port: Annotated[int, Strict(), Field(ge=0, le=65535)]
     security_protocol: Int16 = Field(
         description="Kafka's protocol id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL."
     )
@@ -81,9 +78,9 @@ class BrokerRegistrationRequest(Message):
 class BrokerRegistrationResponse(Message):
     """``broker_epoch`` is the offset of the broker's RegisterBrokerRecord, or -1 on an error."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
-    broker_epoch: int = -1
+    broker_epoch: StrictInt = -1
 
 
 # ------------------------------------------------------------------ BrokerHeartbeat
@@ -95,18 +92,18 @@ class BrokerHeartbeatRequest(Message):
     broker_id: BrokerId
     broker_epoch: BrokerEpoch
     current_metadata_offset: Int64 = -1
-    want_fence: bool = False
-    want_shut_down: bool = False
+    want_fence: StrictBool = False
+    want_shut_down: StrictBool = False
 
 
 class BrokerHeartbeatResponse(Message):
     """The broker's state after the heartbeat's records (if any) commit."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
-    is_caught_up: bool = False
-    is_fenced: bool = True
-    should_shut_down: bool = False
+    is_caught_up: StrictBool = False
+    is_fenced: StrictBool = True
+    should_shut_down: StrictBool = False
 
 
 # ------------------------------------------------------------------ UnregisterBroker
@@ -121,7 +118,7 @@ class UnregisterBrokerRequest(Message):
 class UnregisterBrokerResponse(Message):
     """``error_code`` 0 once the UnregisterBrokerRecord commits."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
 
 
@@ -141,11 +138,11 @@ class AlterPartitionPartitionData(Message):
     Exactly one of ``new_isr`` (plain broker ids) and ``new_isr_with_epochs`` (KIP-841) is given.
     """
 
-    partition_index: Annotated[int, Field(ge=0, le=2**31 - 1)]
+    partition_index: Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
     leader_epoch: Int32
     new_isr: tuple[Int32, ...] | None = None
     new_isr_with_epochs: tuple[AlterPartitionBrokerState, ...] | None = None
-    leader_recovery_state: Annotated[int, Field(ge=-128, le=127)] = 0
+    leader_recovery_state: Annotated[int, Strict(), Field(ge=-128, le=127)] = 0
     partition_epoch: Int32
 
     @model_validator(mode="after")
@@ -188,14 +185,14 @@ class AlterPartitionRequest(Message):
 class AlterPartitionPartitionResult(Message):
     """One partition's outcome; on success the partition's state after the change."""
 
-    partition_index: int
-    error_code: int = 0
+    partition_index: StrictInt
+    error_code: StrictInt = 0
     error_message: str | None = None
-    leader_id: int = -1
-    leader_epoch: int = -1
-    isr: tuple[int, ...] = ()
-    leader_recovery_state: int = 0
-    partition_epoch: int = -1
+    leader_id: StrictInt = -1
+    leader_epoch: StrictInt = -1
+    isr: tuple[StrictInt, ...] = ()
+    leader_recovery_state: StrictInt = 0
+    partition_epoch: StrictInt = -1
 
 
 class AlterPartitionTopicResult(Message):
@@ -209,6 +206,6 @@ class AlterPartitionTopicResult(Message):
 class AlterPartitionResponse(Message):
     """A top-level error (a stale broker epoch) or one result per requested partition."""
 
-    error_code: int = 0
+    error_code: StrictInt = 0
     error_message: str | None = None
     topics: tuple[AlterPartitionTopicResult, ...] = ()

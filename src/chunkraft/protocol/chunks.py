@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Message, StrictBool
 from chunkraft.protocol.topics import Int16, Int32, Int64
 
 __all__ = [
@@ -74,7 +74,7 @@ class CreateChunksRequest(Message):
     topics: tuple[CreateChunksTopic, ...]
     broker_id: Int32 = -1
     broker_epoch: Int64 = -1
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class CreateChunksPartitionResult(Message):
@@ -119,7 +119,7 @@ class AlterChunkAssignmentsRequest(Message):
     """AlterChunkAssignments: each chunk moves, or is refused, on its own."""
 
     chunks: tuple[AlterChunkAssignment, ...]
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class AlterChunkAssignmentResult(Message):

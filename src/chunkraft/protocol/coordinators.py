@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, Strict
 
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Message, StrictBool, StrictInt
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
 from chunkraft.protocol.topics import Int16, Int32, Int64
 
@@ -65,8 +65,8 @@ __all__ = [
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
 
-PartitionIndex = Annotated[int, Field(ge=0, le=2**31 - 1)]
-KeyHash = Annotated[int, Field(ge=0, le=KEY_HASH_MAX)]
+PartitionIndex = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
+KeyHash = Annotated[int, Strict(), Field(ge=0, le=KEY_HASH_MAX)]
 
 
 # ----------------------------------------------------------------------------- FindCoordinator
@@ -77,7 +77,7 @@ class FindCoordinatorRequest(Message):
     leader of partition ``positive murmur2(key) % partitions`` of the internal topic
     (``__consumer_offsets`` / ``__transaction_state``)."""
 
-    key_type: Annotated[int, Field(ge=0, le=1)] = GROUP_KEY
+    key_type: Annotated[int, Strict(), Field(ge=0, le=1)] = GROUP_KEY
     keys: tuple[str, ...]
 
 
@@ -118,7 +118,7 @@ class AddPartitionsToTxnRequest(Message):
 
 
 class AddPartitionsToTxnPartitionResult(Message):
-    partition_index: int
+    partition_index: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
 
@@ -157,7 +157,7 @@ class EndTxnRequest(Message):
     transactional_id: str
     producer_id: Int64
     producer_epoch: Int16
-    committed: bool
+    committed: StrictBool
 
 
 class EndTxnResponse(Message):
@@ -201,7 +201,7 @@ class OffsetCommitRequest(Message):
 
 
 class OffsetCommitPartitionResult(Message):
-    partition_index: int
+    partition_index: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
 
@@ -246,11 +246,11 @@ class OffsetFetchRequest(Message):
 
     group_id: str
     topics: tuple[OffsetFetchTopicRequest, ...] | None = None
-    require_stable: bool = False
+    require_stable: StrictBool = False
 
 
 class OffsetFetchPartition(Message):
-    partition_index: int
+    partition_index: StrictInt
     committed_offset: Int64 = -1
     committed_leader_epoch: Int32 = -1
     metadata: str | None = None
@@ -278,8 +278,8 @@ class JoinGroupRequest(Message):
     """Join (or rejoin) ``group_id``; ``topics``: what this member subscribes to."""
 
     group_id: str
-    session_timeout_ms: Annotated[int, Field(ge=1000, le=300_000)] = 10_000
-    rebalance_timeout_ms: Annotated[int, Field(ge=1000, le=300_000)] = 30_000
+    session_timeout_ms: Annotated[int, Strict(), Field(ge=1000, le=300_000)] = 10_000
+    rebalance_timeout_ms: Annotated[int, Strict(), Field(ge=1000, le=300_000)] = 30_000
     member_id: str = ""
     topics: tuple[str, ...]
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, Strict
 
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Message, StrictBool, StrictInt
 from chunkraft.protocol.topics import Int16, Int32, Int64
 
 __all__ = [
@@ -70,8 +70,8 @@ KEY_HASH_MAX = 2**31 - 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
-PartitionIndex = Annotated[int, Field(ge=0, le=2**31 - 1)]
-IsolationLevel = Annotated[int, Field(ge=0, le=1,
+PartitionIndex = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
+IsolationLevel = Annotated[int, Strict(), Field(ge=0, le=1,
                                        description="0 read_uncommitted, 1 read_committed")]
 
 
@@ -89,7 +89,7 @@ class ProduceTopicData(Message):
     """One topic's batches and the partition count the producer believes in (KIP-253)."""
 
     name: str
-    partition_count: Annotated[int, Field(ge=1, le=2**31 - 1)]
+    partition_count: Annotated[int, Strict(), Field(ge=1, le=2**31 - 1)]
     partitions: tuple[ProducePartitionData, ...]
 
 
@@ -97,15 +97,15 @@ class ProduceRequest(Message):
     """Kafka's ProduceRequest. ``acks``: 0 (no wait), 1 (leader's log), -1 (every ISR member)."""
 
     transactional_id: str | None = None
-    acks: Annotated[int, Field(ge=-1, le=1)] = -1
-    timeout_ms: Annotated[int, Field(ge=0, le=300_000)] = 30_000
+    acks: Annotated[int, Strict(), Field(ge=-1, le=1)] = -1
+    timeout_ms: Annotated[int, Strict(), Field(ge=0, le=300_000)] = 30_000
     topics: tuple[ProduceTopicData, ...]
 
 
 class ProducePartitionResponse(Message):
     """One partition's outcome: the first offset given to the batches, or an error."""
 
-    index: int
+    index: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
     base_offset: Int64 = -1
@@ -139,12 +139,12 @@ class FetchPartition(Message):
 
     partition: PartitionIndex
     fetch_offset: Int64
-    partition_max_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] = 1024 * 1024
+    partition_max_bytes: Annotated[int, Strict(), Field(ge=1, le=2**31 - 1)] = 1024 * 1024
     current_leader_epoch: Int32 = -1
     last_fetched_epoch: Int32 = -1
     log_start_offset: Int64 = -1
-    key_range: tuple[Annotated[int, Field(ge=0, le=KEY_HASH_MAX)],
-                     Annotated[int, Field(ge=0, le=KEY_HASH_MAX)]] | None = None
+    key_range: tuple[Annotated[int, Strict(), Field(ge=0, le=KEY_HASH_MAX)],
+                     Annotated[int, Strict(), Field(ge=0, le=KEY_HASH_MAX)]] | None = None
     chunk_start_offset: Int64 = -1
 
 
@@ -160,9 +160,9 @@ class FetchRequest(Message):
 
     replica_id: Int32 = -1
     replica_epoch: Int64 = -1
-    max_wait_ms: Annotated[int, Field(ge=0, le=30_000)] = 500
-    min_bytes: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1
-    max_bytes: Annotated[int, Field(ge=1, le=2**31 - 1)] = 50 * 1024 * 1024
+    max_wait_ms: Annotated[int, Strict(), Field(ge=0, le=30_000)] = 500
+    min_bytes: Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)] = 1
+    max_bytes: Annotated[int, Strict(), Field(ge=1, le=2**31 - 1)] = 50 * 1024 * 1024
     isolation_level: IsolationLevel = 0
     topics: tuple[FetchTopic, ...]
 
@@ -187,7 +187,7 @@ class FetchPartitionResponse(Message):
     follower its log diverged from the leader's (truncate to ``end_offset``, KIP-320).
     """
 
-    partition: int
+    partition: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
     high_watermark: Int64 = -1
@@ -234,7 +234,7 @@ class ListOffsetsRequest(Message):
 
 
 class ListOffsetsPartitionResponse(Message):
-    partition_index: int
+    partition_index: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
     timestamp: Int64 = -1
@@ -275,7 +275,7 @@ class OffsetForLeaderEpochRequest(Message):
 
 
 class OffsetForLeaderPartitionResult(Message):
-    partition: int
+    partition: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
     leader_epoch: Int32 = -1
@@ -300,7 +300,7 @@ class InitProducerIdRequest(Message):
     id from the broker's block (epoch 0)."""
 
     transactional_id: str | None = None
-    transaction_timeout_ms: Annotated[int, Field(ge=-1, le=2**31 - 1)] = 60_000
+    transaction_timeout_ms: Annotated[int, Strict(), Field(ge=-1, le=2**31 - 1)] = 60_000
     producer_id: Int64 = -1
     producer_epoch: Int16 = -1
 
@@ -327,7 +327,7 @@ class WritableTxnMarker(Message):
 
     producer_id: Int64
     producer_epoch: Int16
-    transaction_result: bool
+    transaction_result: StrictBool
     topics: tuple[WritableTxnMarkerTopic, ...]
     coordinator_epoch: Int32 = 0
 
@@ -337,7 +337,7 @@ class WriteTxnMarkersRequest(Message):
 
 
 class TxnMarkerPartitionResult(Message):
-    partition_index: int
+    partition_index: StrictInt
     error_code: Int16 = 0
     error_message: str | None = None
 
@@ -365,13 +365,13 @@ class BrokerStatus(Message):
     ``image_hash`` (only with ``?hash=true``) is the content hash of its image at
     ``metadata_offset``, comparable with the controller's at the same offset."""
 
-    node_id: int
+    node_id: StrictInt
     cluster_id: str
     broker_epoch: Int64 = -1
-    fenced: bool = True
-    shutting_down: bool = False
+    fenced: StrictBool = True
+    shutting_down: StrictBool = False
     metadata_offset: Int64 = -1
     image_hash: str | None = None
-    leaders: int = 0
-    followers: int = 0
-    inactive_chunks: int = 0
+    leaders: StrictInt = 0
+    followers: StrictInt = 0
+    inactive_chunks: StrictInt = 0

@@ -13,11 +13,7 @@ the zero uuid.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field, Strict
-
-from chunkraft.protocol.base import Message
+from chunkraft.protocol.base import Int16, Int32, Int64, Message, StrictBool
 
 __all__ = [
     "CreatableReplicaAssignment",
@@ -46,13 +42,6 @@ __all__ = [
     "MetadataResponsePriorPartition",
     "MetadataResponseTopic",
 ]
-
-Int16 = Annotated[int, Strict(), Field(ge=-(2**15), le=2**15 - 1)]
-"""Kafka's INT16: a JSON integer (not a string or a bool) in the int16 range."""
-Int32 = Annotated[int, Strict(), Field(ge=-(2**31), le=2**31 - 1)]
-"""Kafka's INT32."""
-Int64 = Annotated[int, Strict(), Field(ge=-(2**63), le=2**63 - 1)]
-"""Kafka's INT64."""
 
 DEFAULT_TIMEOUT_MS = 60_000
 
@@ -87,7 +76,7 @@ class CreateTopicsRequest(Message):
 
     topics: tuple[CreatableTopic, ...]
     timeout_ms: Int32 = DEFAULT_TIMEOUT_MS
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class CreatableTopicResult(Message):
@@ -169,7 +158,7 @@ class CreatePartitionsRequest(Message):
 
     topics: tuple[CreatePartitionsTopic, ...]
     timeout_ms: Int32 = DEFAULT_TIMEOUT_MS
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class CreatePartitionsTopicResult(Message):
@@ -201,7 +190,7 @@ class MetadataRequest(Message):
     """Metadata: ``topics`` null describes every topic; ``include_chunks`` adds inactive chunks."""
 
     topics: tuple[MetadataRequestTopic, ...] | None = None
-    include_chunks: bool = True
+    include_chunks: StrictBool = True
 
 
 class MetadataResponseBroker(Message):
@@ -211,7 +200,7 @@ class MetadataResponseBroker(Message):
     host: str
     port: Int32
     rack: str | None = None
-    fenced: bool = False
+    fenced: StrictBool = False
 
 
 class MetadataResponseChunk(Message):

@@ -18,7 +18,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chunkraft.protocol.topics import Int16, Int32, Int64
+from chunkraft.protocol.base import Int16, Int32, Int64, StrictBool
 
 __all__ = [
     "MAX_BATCH_ITEMS",
@@ -183,14 +183,14 @@ class CreateTopicBody(_Body):
     partitions_count: Int32 | None = None
     replication_factor: Int16 | None = None
     replicas_assignments: list[ReplicaAssignment] | None = None
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class UpdateTopicBody(_Body):
     """Raise the topic's partition count to ``partitions_count`` (KIP-195: absolute)."""
 
     partitions_count: Int32
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 # ------------------------------------------------------------------ partitions, replicas, chunks
@@ -302,7 +302,7 @@ class CreatePartitionsBody(_Body):
     as Kafka's controller does with a deadline already past)."""
 
     topics: Annotated[list[CreatePartitionsItem], Field(max_length=MAX_BATCH_ITEMS)]
-    validate_only: bool = False
+    validate_only: StrictBool = False
     timeout_ms: Annotated[int, Field(ge=0, le=2**31 - 1, strict=True)] = 60_000
 
 
@@ -338,7 +338,7 @@ class CreateChunkItem(_Body):
 
 class CreateChunksBody(_Body):
     partitions: Annotated[list[CreateChunkItem], Field(max_length=MAX_BATCH_ITEMS)]
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class CreateChunksResult(BaseModel):
@@ -368,7 +368,7 @@ class AlterChunkItem(_Body):
 
 class AlterChunkAssignmentsBody(_Body):
     chunks: Annotated[list[AlterChunkItem], Field(max_length=MAX_BATCH_ITEMS)]
-    validate_only: bool = False
+    validate_only: StrictBool = False
 
 
 class ChunkAssignmentResult(BaseModel):
