@@ -1,7 +1,8 @@
 """The controller's Raft log: one replicated entry point feeding a deterministic state machine.
 
-``node`` is the only module that imports pysyncobj; ``local`` is an in-memory stand-in with the
-same interface (:class:`~chunkraft.controller.raft.log.RaftLog`) for tests of the layers above.
+``node`` builds the one SyncObj (``transport_guard``, the only other module that imports
+pysyncobj, bounds its connections); ``local`` is an in-memory stand-in with the same interface
+(:class:`~chunkraft.controller.raft.log.RaftLog`) for tests of the layers above.
 """
 
 from chunkraft.controller.raft.entry import ANY_OFFSET, ProposedBatch, decode_entry, encode_entry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from chunkraft.controller.raft.entry import ProposedBatch
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.errors import ChunkraftError
 
-__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "VoterStatus"]
+__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "TickWatch", "VoterStatus"]
 
 
 class ProposalError(ChunkraftError):
@@ -54,6 +55,37 @@ class QuorumStatus:
     """The metadata offset after the last committed record this node has applied."""
     voters: tuple[VoterStatus, ...]
     failure: str | None
+    tick_lag_seconds: float | None = None
+    """Seconds since the Raft thread last ticked; None where there is no such thread."""
+    tick_lag_limit_seconds: float | None = None
+    """The tick lag past which the Raft thread counts as stalled (the longest election
+    timeout: a follower that misses that much starts an election)."""
+
+    @property
+    def raft_thread_stalled(self) -> bool:
+        """Whether the Raft thread has not ticked within :attr:`tick_lag_limit_seconds`."""
+        return (self.tick_lag_seconds is not None and self.tick_lag_limit_seconds is not None
+                and self.tick_lag_seconds > self.tick_lag_limit_seconds)
+
+
+class TickWatch:
+    """When a Raft thread last ticked, and how long ago that was.
+
+    :meth:`tick` is called by the Raft thread on every tick (one clock read and one attribute
+    store); :meth:`lag` from any thread (a float is read whole under the GIL).
+    """
+
+    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self._clock = clock
+        self._last = clock()
+
+    def tick(self) -> None:
+        self._last = self._clock()
+
+    def lag(self) -> float:
+        """Seconds since the last tick (since construction before the first)."""
+        return max(self._clock() - self._last, 0.0)
 
 
 class RaftLog(Protocol):

@@ -1,9 +1,11 @@
-"""RaftNode: the controller's Raft log on pysyncobj. The only module that imports pysyncobj.
+"""RaftNode: the controller's Raft log on pysyncobj. The only module that builds a SyncObj.
 
 Settings follow what we measured (``../shared/PYSYNCOBJ.md``): a journal and a dump file always,
 our own dump format (no pickle, no fork), no append batching, short election timeouts on a LAN,
 the password always, bound to the configured address only, and commands that fail at once when
-there is no leader rather than queue for ever.
+there is no leader rather than queue for ever. Its transport is pysyncobj's, guarded against
+peers that have not authenticated (``transport_guard.py``); the tick thread records when it
+last ticked, so readiness can tell a stalled Raft thread (``QuorumStatus.tick_lag_seconds``).
 
 One replicated method, ``commit_batches(payload)``, is the only command ever written to the
 journal; pysyncobj numbers replicated methods by their sorted names, so there must never be a
@@ -20,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,14 @@ from pysyncobj import (
 from chunkraft.controller.raft.dump import read_dump, write_dump
 from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
-from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
+from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
+from chunkraft.controller.raft.transport_guard import (
+    APPEND_ENTRIES_BATCH_BYTES,
+    TransportLimits,
+    guarded_transport,
+)
 from chunkraft.records.files._fsync import fsync_directory
 
 __all__ = ["RaftNode", "RaftSettings"]
@@ -97,6 +104,8 @@ class RaftSettings:
     snapshot_export_dir: Path | None = None
     """Where each new dump is exported as Parquet (``docs/export.md``); None: never."""
     snapshot_export_retain: int = 3
+    transport: TransportLimits = field(default_factory=TransportLimits)
+    """Limits on Raft connections and messages (``transport_guard.py``)."""
 
     @property
     def address(self) -> str:
@@ -151,6 +160,9 @@ class RaftNode:
         self._to_flush: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
         self._flush_wanted = False
         self._flush_lock = threading.Condition()
+        # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
+        # that misses an election timeout of ticks starts an election, a leader loses followers.
+        self.ticks = TickWatch(settings.election_timeout_max)
         self.dumps_written = 0
         self.export_process: Any = None
         """The last snapshot export started (a Popen), for tests; None before any."""
@@ -177,7 +189,7 @@ class RaftNode:
             # pysyncobj sends an entry of this size or more in pieces, and its last-piece test
             # compares against the command's length, not the pickled entry's: such entries
             # reach followers truncated. Group commit keeps entries far below this.
-            appendEntriesBatchSizeBytes=64 * 1024 * 1024,
+            appendEntriesBatchSizeBytes=APPEND_ENTRIES_BATCH_BYTES,
             leaderFallbackTimeout=settings.leader_fallback_timeout,
             commandsWaitLeader=False,
             logCompactionMinEntries=settings.log_compaction_min_entries,
@@ -186,7 +198,9 @@ class RaftNode:
             onStateChanged=self._on_state_changed,
         )
         others = [address for node, address in settings.voters.items() if node != self.node_id]
-        self._syncobj = SyncObj(settings.address, others, conf, consumers=[self._entry_point])
+        self._transport_class = guarded_transport(settings.transport)
+        self._syncobj = SyncObj(settings.address, others, conf, consumers=[self._entry_point],
+                                transportClass=self._transport_class)
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
         if isinstance(journal, ConflictOnlyJournal):
             syncobj = self._syncobj
@@ -330,6 +344,7 @@ class RaftNode:
             self._done.append((future, result, error))
 
     def _after_tick(self) -> None:
+        self.ticks.tick()
         with self._done_lock:
             done, self._done = self._done, []
         applied = self._applied_since_flush
@@ -448,7 +463,15 @@ class RaftNode:
             high_watermark=image.offset + 1,
             voters=tuple(voters),
             failure=self.state_machine.failure,
+            tick_lag_seconds=round(self.ticks.lag(), 3),
+            tick_lag_limit_seconds=self.ticks.limit,
         )
+
+    def transport_closed_counts(self) -> dict[str, int]:
+        """Raft connections the transport guard closed since start, by reason."""
+        transport = getattr(self._syncobj, "_SyncObj__transport", None)
+        guard = getattr(transport, "guard", None)
+        return dict(guard.closed_counts()) if guard is not None else {}
 
     def _last_log_index(self) -> int:
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
