@@ -69,6 +69,12 @@ class ControllerConfig:
     raft_log_compaction_min_time_ms: int = 300_000
     # pysyncobj's journal cannot pass 4 GiB between compactions; large entries get there first.
     raft_log_compaction_max_bytes: int = 256 * _MIB
+    # The Raft transport guard (controller/raft/transport_guard.py explains each figure):
+    # messages up to ~171 MiB are legitimate at worst; a real handshake takes milliseconds.
+    raft_max_message_bytes: int = 256 * _MIB
+    raft_max_connections_per_address: int = 8
+    raft_handshake_timeout_ms: int = 5_000
+    raft_message_timeout_ms: int = 30_000
     metadata_snapshot_export_dir: Path | None = None
     metadata_snapshot_export_retain: int = 3
     broker_session_timeout_ms: int = 9_000

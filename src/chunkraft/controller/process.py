@@ -22,6 +22,7 @@ from chunkraft.controller.config import ControllerConfig, check_authentication
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.raft.transport_guard import TransportLimits
 from chunkraft.controller.storage import check_storage
 from chunkraft.errors import ChunkraftError, ConfigError
 from chunkraft.security.authorizer import Authorizer
@@ -51,6 +52,12 @@ def raft_settings(config: ControllerConfig) -> RaftSettings:
         max_retained_bytes=config.metadata_max_retained_bytes,
         snapshot_export_dir=config.metadata_snapshot_export_dir,
         snapshot_export_retain=config.metadata_snapshot_export_retain,
+        transport=TransportLimits(
+            max_message_bytes=config.raft_max_message_bytes,
+            max_connections_per_address=config.raft_max_connections_per_address,
+            handshake_timeout=config.raft_handshake_timeout_ms / 1000,
+            message_timeout=config.raft_message_timeout_ms / 1000,
+        ),
     )
 
 

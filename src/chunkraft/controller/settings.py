@@ -256,6 +256,35 @@ SETTINGS: tuple[Setting, ...] = (
         "Journal bytes since the last compaction after which one is forced, whatever the count.",
         minimum=1024,
     ),
+    # The Raft transport guard (controller/raft/transport_guard.py, docs/controller.md).
+    Setting(
+        "raft.max.message.bytes",
+        parse_integer,
+        "Largest Raft message an authenticated peer may announce; a longer one closes the "
+        "connection before it is read. Before authentication the limit is 64 KiB, whatever "
+        "this says. At least 188743680 (180 MiB), the largest message a peer can send.",
+        minimum=180 * 1024 * 1024,
+    ),
+    Setting(
+        "raft.max.connections.per.address",
+        parse_integer,
+        "Most unauthenticated incoming Raft connections from one IP address; a new one closes "
+        "that address's oldest.",
+        minimum=1,
+    ),
+    Setting(
+        "raft.handshake.timeout.ms",
+        parse_integer,
+        "A Raft connection that has not authenticated (completed the password handshake) "
+        "within this time is closed, idle or not.",
+        minimum=100,
+    ),
+    Setting(
+        "raft.message.timeout.ms",
+        parse_integer,
+        "A Raft message begun but not complete after this time closes its connection.",
+        minimum=100,
+    ),
     Setting(
         "broker.session.timeout.ms",
         parse_integer,

@@ -28,6 +28,7 @@ from chunkraft.controller.raft.transport_guard import (
     TransportLimits,
     _GuardedTcpServer,
 )
+from chunkraft.controller.settings import setting_named
 from chunkraft.deploy.local_cluster import free_ports
 
 PASSWORD = "guard-test"
@@ -150,6 +151,8 @@ def test_the_limits_leave_room_for_the_largest_legitimate_message() -> None:
     # the framing's few bytes: what RaftNode's settings can produce at worst.
     assert LARGEST_LEGITIMATE_MESSAGE_BYTES >= 4 / 3 * (2 * 64 * 2 ** 20) * 1.001 + 200
     assert TransportLimits().max_message_bytes > LARGEST_LEGITIMATE_MESSAGE_BYTES
+    setting = setting_named("raft.max.message.bytes")
+    assert setting is not None and setting.minimum == LARGEST_LEGITIMATE_MESSAGE_BYTES
     handshake = len(frame(os.urandom(32))), len(frame("127.0.0.1:65535", KEY))
     assert max(handshake) * 100 < UNAUTHENTICATED_MAX_MESSAGE_BYTES, handshake
     with pytest.raises(ValueError):
