@@ -17,10 +17,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent.chunk_lookup import active_start
 from chunkraft.broker_agent.partition import Partition
+from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.chunks import (
     CreateChunksPartition,
@@ -28,9 +28,6 @@ from chunkraft.protocol.chunks import (
     CreateChunksResponse,
     CreateChunksTopic,
 )
-
-if TYPE_CHECKING:
-    from chunkraft.broker_agent.replica_manager import ReplicaManager
 
 __all__ = ["roll_chunk"]
 
@@ -67,7 +64,7 @@ def _answer(response: CreateChunksResponse, topic: str, index: int) -> Outcome:
     return Errors.UNKNOWN_SERVER_ERROR.code, "the controller's answer names no such partition"
 
 
-async def roll_chunk(rm: ReplicaManager, topic: str, index: int, broker_ids: tuple[int, ...],
+async def roll_chunk(rm: ReplicaHost, topic: str, index: int, broker_ids: tuple[int, ...],
                      leader: int) -> Outcome:
     """Cuts the active chunk of ``topic``-``index``; see the module docstring."""
     partition = rm.partitions.get((topic, index))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent.chunk_lookup import locate_for_consumer
 from chunkraft.broker_agent.partition import Partition
+from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.broker_agent.storage.errors import OffsetOutOfRangeError
 from chunkraft.dataplane.record_batch import filter_by_key_hash, iter_batches, without_records
 from chunkraft.error_codes import Errors
@@ -51,7 +52,6 @@ from chunkraft.protocol.data_plane import (
 )
 
 if TYPE_CHECKING:
-    from chunkraft.broker_agent.replica_manager import ReplicaManager
     from chunkraft.broker_agent.storage import UnifiedLog
     from chunkraft.records import ChunkRecord
 
@@ -137,7 +137,7 @@ def _aborted(log_: UnifiedLog, start: int, upper: int) -> tuple[AbortedTransacti
                  for pid, first in log_.aborted_transactions(start, upper))
 
 
-def _read_partition(rm: ReplicaManager, request: FetchRequest, topic: str,
+def _read_partition(rm: ReplicaHost, request: FetchRequest, topic: str,
                     want: FetchPartition, budget: _Budget, first_pass: bool
                     ) -> FetchPartitionResponse:
     index = want.partition
@@ -242,7 +242,7 @@ def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: i
     return _answer(index, offsets, records=data, aborted=aborted)
 
 
-def _read_all(rm: ReplicaManager, request: FetchRequest, first_pass: bool
+def _read_all(rm: ReplicaHost, request: FetchRequest, first_pass: bool
               ) -> tuple[FetchResponse, int, bool, list[Partition]]:
     budget = _Budget(request.max_bytes)
     topics: list[FetchTopicResponse] = []
@@ -263,7 +263,7 @@ def _read_all(rm: ReplicaManager, request: FetchRequest, first_pass: bool
     return FetchResponse(responses=tuple(topics)), size, failed, watched
 
 
-async def fetch(rm: ReplicaManager, request: FetchRequest) -> FetchResponse:
+async def fetch(rm: ReplicaHost, request: FetchRequest) -> FetchResponse:
     """Reads every requested partition; long-polls for ``min_bytes`` (see the module)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000
@@ -283,7 +283,7 @@ async def fetch(rm: ReplicaManager, request: FetchRequest) -> FetchResponse:
                 waiter.cancel()
 
 
-def list_offsets(rm: ReplicaManager, request: ListOffsetsRequest) -> ListOffsetsResponse:
+def list_offsets(rm: ReplicaHost, request: ListOffsetsRequest) -> ListOffsetsResponse:
     """Earliest (-2), latest (-1) or by timestamp, answered by the active chunk's leader (a
     replica of inactive chunks answers timestamps within the chunks it holds)."""
     topics: list[ListOffsetsTopicResponse] = []
@@ -331,7 +331,7 @@ def list_offsets(rm: ReplicaManager, request: ListOffsetsRequest) -> ListOffsets
     return ListOffsetsResponse(topics=tuple(topics))
 
 
-def _offset_for_timestamp(rm: ReplicaManager, partition: Partition,
+def _offset_for_timestamp(rm: ReplicaHost, partition: Partition,
                           chunks: tuple[ChunkRecord, ...], timestamp: int
                           ) -> tuple[int, int] | None:
     """The first (offset, timestamp) at or after ``timestamp`` that this broker may answer: in
@@ -351,7 +351,7 @@ def _offset_for_timestamp(rm: ReplicaManager, partition: Partition,
     return None
 
 
-def offsets_for_leader_epoch(rm: ReplicaManager, request: OffsetForLeaderEpochRequest
+def offsets_for_leader_epoch(rm: ReplicaHost, request: OffsetForLeaderEpochRequest
                              ) -> OffsetForLeaderEpochResponse:
     """The end offset of a leader epoch from this broker's epoch cache. Followers ask the
     leader; a consumer may also ask a replica of inactive chunks (their copies carry the

@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent.partition import Partition
+from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.broker_agent.storage.errors import DuplicateSequenceError
 from chunkraft.dataplane.record_batch import CorruptBatchError
 from chunkraft.error_codes import ApiException, Errors
@@ -35,9 +35,6 @@ from chunkraft.protocol.data_plane import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-
-if TYPE_CHECKING:
-    from chunkraft.broker_agent.replica_manager import ReplicaManager
 
 __all__ = ["produce", "write_txn_markers"]
 
@@ -56,7 +53,7 @@ def _monotonic_ms() -> float:
     return asyncio.get_running_loop().time() * 1000
 
 
-async def _leader_ready(rm: ReplicaManager, topic: str, index: int, deadline_ms: float
+async def _leader_ready(rm: ReplicaHost, topic: str, index: int, deadline_ms: float
                         ) -> Partition:
     """The partition once it accepts appends; raises :class:`_Refused` otherwise."""
     while True:
@@ -96,7 +93,7 @@ def _isr_size(partition: Partition) -> int:
     return len(partition.tracker.isr) if partition.tracker is not None else 0
 
 
-async def produce(rm: ReplicaManager, request: ProduceRequest) -> ProduceResponse:
+async def produce(rm: ReplicaHost, request: ProduceRequest) -> ProduceResponse:
     """Appends every partition's batches, then (acks=all) waits for the ISR; see the module."""
     deadline = _monotonic_ms() + request.timeout_ms
     answers: list[list[ProducePartitionResponse]] = []
@@ -148,7 +145,7 @@ async def produce(rm: ReplicaManager, request: ProduceRequest) -> ProduceRespons
         for topic, results in zip(request.topics, answers, strict=True)))
 
 
-def _append(rm: ReplicaManager, partition: Partition, index: int, records: str
+def _append(rm: ReplicaHost, partition: Partition, index: int, records: str
             ) -> tuple[ProducePartitionResponse, int]:
     """One partition's append on the leader: its answer and the last offset appended."""
     try:
@@ -176,7 +173,7 @@ def _append(rm: ReplicaManager, partition: Partition, index: int, records: str
                                     log_start_offset=log_.log_start_offset), info.last_offset
 
 
-async def write_txn_markers(rm: ReplicaManager, request: WriteTxnMarkersRequest
+async def write_txn_markers(rm: ReplicaHost, request: WriteTxnMarkersRequest
                             ) -> WriteTxnMarkersResponse:
     """Writes each COMMIT / ABORT marker on the leader of each partition's active chunk and
     answers once the ISR has it (the marker ends the transaction: the LSO moves past it)."""
@@ -198,7 +195,7 @@ async def write_txn_markers(rm: ReplicaManager, request: WriteTxnMarkersRequest
     return WriteTxnMarkersResponse(markers=tuple(out))
 
 
-async def _write_marker(rm: ReplicaManager, topic: str, index: int, producer_id: int,
+async def _write_marker(rm: ReplicaHost, topic: str, index: int, producer_id: int,
                         producer_epoch: int, commit: bool, coordinator_epoch: int,
                         deadline: float) -> tuple[Errors, str | None]:
     try:
