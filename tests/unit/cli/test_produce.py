@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import sys
 from concurrent.futures import Future
 from typing import Any, ClassVar
 
 import pytest
 
 from chunkraft.cli.main import main
-from chunkraft.cli.output import ToolError
+from chunkraft.cli.output import ToolError, run_tool
 from chunkraft.cli.produce import LineReader, build_parser, parse_acks, run
 
 URL = "http://127.0.0.1:9092"
@@ -153,3 +154,25 @@ def test_usage_mistakes_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_bad_bootstrap_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["produce", "--bootstrap-server", "127.0.0.1:9092", "--topic", "t"]) == 1
     assert "is not an http:// or https:// URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"fine\nbad \xff line\n", "standard input line 2 is not UTF-8 text (byte 0xff at byte 4 "
+                                "of the line)"),
+    (b"fine\n" + b"x" * (1024 * 1024 + 1), "standard input line 2 is longer than 1048576 "
+                                          "bytes (1 MiB)"),
+    (b"\xef\xbb\xbffine\n", "standard input starts with a UTF-8 byte-order mark; save it as "
+                           "UTF-8 without one"),
+])
+def test_standard_input_that_is_not_bounded_utf8_is_one_error_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], data: bytes,
+        message: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    FakeProducer.made.clear()
+    parser = build_parser()
+    args = parser.parse_args(["--bootstrap-server", URL, "--topic", "t"])
+    status = run_tool("produce", lambda p, a: run(p, a, None, FakeProducer), parser, args)
+    assert status == 1
+    assert capsys.readouterr().err == f"Error while executing produce command : {message}\n"
+    sent = [call for call in FakeProducer.made[-1].calls if call[0] == "send"]
+    assert len(sent) == (0 if "byte-order" in message else 1)  # the lines before it went out

@@ -137,3 +137,64 @@ def test_a_bootstrap_server_that_is_not_a_url(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err == (
         "Error while executing topic command : bootstrap server 'localhost:9090' is not an "
         "http:// or https:// URL\n")
+
+
+class FakeAdmin:
+    """The two calls ``--alter --replica-assignment`` makes; ``answer`` is the result item."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+        self.sent: list[Any] = []
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def get_topic(self, name: str) -> dict[str, Any]:
+        return {"topic_name": name, "partitions_count": 2}
+
+    def create_partitions(self, items: list[dict[str, Any]], *,
+                          validate_only: bool) -> list[dict[str, Any]]:
+        self.sent.append(items)
+        return [self.answer]
+
+
+def _alter(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+           assignment: str, partitions: int,
+           answer: dict[str, Any] | None = None) -> tuple[int, str, FakeAdmin]:
+    admin = FakeAdmin(answer or {"error_code": 0})
+    monkeypatch.setattr("chunkraft.cli.topics.open_client", lambda args: admin)
+    status = main(["topics", "--bootstrap-server", URL, "--alter", "--topic", "t",
+                   "--partitions", str(partitions), "--replica-assignment", assignment])
+    return status, capsys.readouterr().err, admin
+
+
+@pytest.mark.parametrize(("assignment", "partitions", "message"), [
+    ("1:2,2:3,3:4", 4, "--replica-assignment lists 3 partitions; --partitions 4 needs 4 "
+                       "(the 2 existing ones, then one per new partition)"),
+    ("1:2,2:3,3:3", 3, "--replica-assignment '1:2,2:3,3:3': partition 2 lists a broker "
+                       "twice: 3,3"),
+    ("1:2,2:3,3", 3, "--replica-assignment '1:2,2:3,3': partition 2 has 1 replicas, "
+                     "partition 0 has 2"),
+])
+def test_alter_refusals_name_the_kafka_error_as_the_controller_would(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        assignment: str, partitions: int, message: str) -> None:
+    status, err, admin = _alter(monkeypatch, capsys, assignment, partitions)
+    assert status == 1 and admin.sent == []  # refused before anything was sent
+    assert err == ("Error while executing topic command : INVALID_REPLICA_ASSIGNMENT: "
+                   f"{message}\n")
+
+
+def test_a_controllers_refusal_prints_the_same_way(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    refused = {"error_code": 39, "error_name": "INVALID_REPLICA_ASSIGNMENT",
+               "error_message": "The manual partition assignment includes broker 77, but no "
+                                "such broker is registered."}
+    status, err, admin = _alter(monkeypatch, capsys, "1:2,2:3,77:3", 3, refused)
+    assert status == 1 and len(admin.sent) == 1
+    assert err == ("Error while executing topic command : INVALID_REPLICA_ASSIGNMENT: The "
+                   "manual partition assignment includes broker 77, but no such broker is "
+                   "registered.\n")
