@@ -15,14 +15,11 @@ from chunkraft.api.authentication import install_authentication
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import install_error_handlers
 from chunkraft.api.metrics import install_metrics
+from chunkraft.api.readiness import READY_MAX_LAG_ENTRIES, Readiness, assess_readiness
 from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
 
 __all__ = ["READY_MAX_LAG_ENTRIES", "Health", "Readiness", "create_app"]
-
-READY_MAX_LAG_ENTRIES = 100
-"""A node more Raft entries than this behind the commit index it knows of is not ready: it
-would answer reads from an old image (a restarted node replaying its journal, a slow follower)."""
 
 
 class Health(BaseModel):
@@ -30,18 +27,6 @@ class Health(BaseModel):
 
     status: str
     node_id: int
-
-
-class Readiness(BaseModel):
-    """``GET /readyz``: whether this node should take traffic, and why not."""
-
-    ready: bool
-    leader_id: int | None
-    has_quorum: bool
-    lag_entries: int
-    """Committed Raft entries this node has not applied yet."""
-    failure: str | None
-    metadata_offset: int
 
 
 def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
@@ -89,18 +74,13 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
         return JSONResponse({"status": "ok", "node_id": context.node_id})
 
     @app.get("/readyz", tags=["health"],
-             summary="A leader is known, the quorum is present and this node has caught up",
+             summary="The Raft thread ticks, a leader is known, the quorum is present and this "
+             "node has caught up",
              responses={200: {"model": Readiness, "description": "Ready"},
                         503: {"model": Readiness, "description": "Not ready (see the fields)"}})
     async def readyz(request: Request) -> JSONResponse:
-        status = context.controller.raft.status()
-        lag = max(status.commit_index - status.last_applied_index, 0)
-        ready = (status.failure is None and status.leader_id is not None
-                 and status.has_quorum and lag <= READY_MAX_LAG_ENTRIES)
-        return JSONResponse(
-            {"ready": ready, "leader_id": status.leader_id, "has_quorum": status.has_quorum,
-             "lag_entries": lag, "failure": status.failure,
-             "metadata_offset": status.high_watermark - 1},
-            status_code=200 if ready else 503)
+        readiness = assess_readiness(context.controller.raft.status())
+        return JSONResponse(readiness.model_dump(),
+                            status_code=200 if readiness.ready else 503)
 
     return app

@@ -6,8 +6,9 @@ the process-global one: tests build several apps in one process, and a registry 
 - every HTTP request, counted and timed by a pure-ASGI middleware, labelled by the matched
   route's template (``/v3/clusters/{cluster_id}/topics/{topic_name}``, never the raw path, so
   label cardinality stays bounded by the routes), method and status;
-- the node's state, read when scraped: Raft commit index, leader, leader changes, metadata
-  offset, image size, writes in flight.
+- the node's state, read when scraped: Raft commit index, leader, leader changes, the Raft
+  thread's tick lag, Raft connections the transport guard closed, metadata offset, image size,
+  writes in flight.
 
 The middleware keeps its own counters (plain dicts, updated on the event loop thread) and turns
 them into metric families only when scraped: prometheus_client's labelled children take a lock
@@ -19,7 +20,7 @@ from __future__ import annotations
 import bisect
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -243,6 +244,18 @@ class NodeCollector(Collector):
         yield CounterMetricFamily("chunkraft_raft_leader_changes", "Times this node gained or "
                                   "lost the leadership since it started",
                                   value=controller.leader_changes)
+        yield _gauge("chunkraft_raft_tick_lag_seconds", "Seconds since the Raft thread last "
+                     "ticked; past the election timeout the node is not ready (see /readyz)",
+                     status.tick_lag_seconds or 0.0)
+        closed = CounterMetricFamily(
+            "chunkraft_raft_transport_closed_connections", "Raft connections the transport "
+            "guard closed, by reason (oversize, undecryptable, handshake_timeout, "
+            "message_timeout, per_address)", labels=("reason",))
+        counts: Callable[[], Mapping[str, int]] | None = getattr(
+            controller.raft, "transport_closed_counts", None)
+        for reason, count in sorted((counts() if counts is not None else {}).items()):
+            closed.add_metric((reason,), count)
+        yield closed
         yield _gauge("chunkraft_metadata_offset", "The last metadata log offset in this node's "
                      "image", image.offset)
         yield _gauge("chunkraft_metadata_failed", "1 if this node stopped applying the log "

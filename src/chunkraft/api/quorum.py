@@ -11,6 +11,7 @@ from chunkraft.api.access import cluster_refusal
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import ErrorBody
+from chunkraft.api.readiness import assess_readiness
 from chunkraft.protocol.acls import AclOperation
 
 __all__ = ["router"]
@@ -31,7 +32,10 @@ async def describe_quorum(request: Request) -> Response:
     if refusal is not None:
         return refusal
     body = dataclasses.asdict(status)
+    readiness = assess_readiness(status)
     body.update(
+        ready=readiness.ready,
+        not_ready_reason=readiness.reason,
         cluster_id=context.cluster_id_text,
         metadata_offset=image.offset,
         metadata_epoch=image.epoch,

@@ -31,8 +31,9 @@ def test_readyz_needs_a_known_leader_and_a_healthy_log() -> None:
             await start_brokers(node, (1,))
             ready = await node.http.get("/readyz")
             assert ready.status_code == 200
-            assert ready.json() == {"ready": True, "leader_id": 1, "has_quorum": True,
-                                    "lag_entries": 0, "failure": None,
+            assert ready.json() == {"ready": True, "reason": None, "leader_id": 1,
+                                    "has_quorum": True, "lag_entries": 0,
+                                    "tick_lag_seconds": None, "failure": None,
                                     "metadata_offset": node.context.controller.image.offset}
             node.raft.set_leader(False)
             leaderless = await node.http.get("/readyz")

@@ -1,0 +1,59 @@
+"""Readiness: whether a controller node should take traffic, and the first reason it should not.
+
+One function decides for ``GET /readyz`` and for the quorum status (``quorum describe``), so the
+two never disagree. The checks, in order: the metadata log is applying; the Raft thread has
+ticked within the longest election timeout (a thread stalled that long loses its followers or
+its leader while its other state still reads "leader, quorum"); a leader is known; this node is
+in touch with a majority; it has applied all but :data:`READY_MAX_LAG_ENTRIES` of the entries it
+knows are committed.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from chunkraft.controller.raft.log import QuorumStatus
+
+__all__ = ["READY_MAX_LAG_ENTRIES", "Readiness", "assess_readiness"]
+
+READY_MAX_LAG_ENTRIES = 100
+"""A node more Raft entries than this behind the commit index it knows of is not ready: it
+would answer reads from an old image (a restarted node replaying its journal, a slow follower)."""
+
+
+class Readiness(BaseModel):
+    """``GET /readyz``: whether this node should take traffic, and why not."""
+
+    ready: bool
+    reason: str | None
+    """Why the node is not ready (the first check that failed); None when it is."""
+    leader_id: int | None
+    has_quorum: bool
+    lag_entries: int
+    """Committed Raft entries this node has not applied yet."""
+    tick_lag_seconds: float | None
+    """Seconds since the Raft thread last ticked (None without a Raft thread)."""
+    failure: str | None
+    metadata_offset: int
+
+
+def assess_readiness(status: QuorumStatus) -> Readiness:
+    """The node's readiness from its quorum status; pure, so tests can give any status."""
+    lag = max(status.commit_index - status.last_applied_index, 0)
+    reason = None
+    if status.failure is not None:
+        reason = f"the metadata log stopped applying: {status.failure}"
+    elif status.raft_thread_stalled:
+        reason = (f"the Raft thread has not ticked for {status.tick_lag_seconds:.2f} s, more "
+                  f"than the election timeout ({status.tick_lag_limit_seconds:.2f} s)")
+    elif status.leader_id is None:
+        reason = "no leader is known"
+    elif not status.has_quorum:
+        reason = "not in touch with a majority of the voters"
+    elif lag > READY_MAX_LAG_ENTRIES:
+        reason = (f"{lag} committed Raft entries not applied yet (more than "
+                  f"{READY_MAX_LAG_ENTRIES})")
+    return Readiness(ready=reason is None, reason=reason, leader_id=status.leader_id,
+                     has_quorum=status.has_quorum, lag_entries=lag,
+                     tick_lag_seconds=status.tick_lag_seconds, failure=status.failure,
+                     metadata_offset=status.high_watermark - 1)
