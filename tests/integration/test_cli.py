@@ -361,6 +361,42 @@ def test_a_bad_chunk_file_is_refused_before_anything_is_sent(cli: Cli, text: str
     assert message in error and error.count("\n") == 1
 
 
+def test_hostile_chunk_files_are_one_line_not_a_traceback(cli: Cli) -> None:
+    """Issue 15: 100,000 nested ``[`` crashed ``chunks create|alter`` with a RecursionError."""
+    nested = cli.tmp / "nested.json"
+    nested.write_text("[" * 100_000)
+    large = cli.tmp / "large.json"
+    with large.open("wb") as file:
+        file.truncate(50 * 1024 * 1024)
+    binary = cli.tmp / "binary.json"
+    binary.write_bytes(b'{"chunks": "\xff\x00"}')
+    for action, path, problem in (
+            ("create", nested, "nests arrays or objects more than 64 deep"),
+            ("alter", nested, "nests arrays or objects more than 64 deep"),
+            ("alter", large, "is too large: 52428800 bytes, at most 8388608 bytes (8 MiB)"),
+            ("create", binary, "is binary, not text (a NUL byte at byte 13, line 1)")):
+        assert failed(cli.run("chunks", action, f"--{action}-chunk-json-file", str(path))) == (
+            f"Error while executing chunk command : {action}-chunk JSON file {path} "
+            f"{problem}\n")
+
+
+def test_replica_assignments_refused_on_either_side_name_the_kafka_error(cli: Cli) -> None:
+    """Issue 15: the client's own refusals print like the controller's, with the error name."""
+    prefix = "Error while executing topic command : INVALID_REPLICA_ASSIGNMENT: "
+    for assignment, partitions, message in (
+            ("1:2:3,4:5:6", 3, "--replica-assignment lists 2 partitions; --partitions 3 needs "
+                               "3 (the 1 existing ones, then one per new partition)"),
+            ("1:2:3,4:4:5", 2, "--replica-assignment '1:2:3,4:4:5': partition 1 lists a "
+                               "broker twice: 4,4,5"),
+            ("1:2:3,4:5", 2, "--replica-assignment '1:2:3,4:5': partition 1 has 2 replicas, "
+                             "partition 0 has 3"),
+            ("1:2:3,4:5:77", 2, "The manual partition assignment includes broker 77, but no "
+                                "such broker is registered.")):  # the controller's refusal
+        assert failed(cli.run("topics", "--alter", "--topic", "topic1", "--partitions",
+                              str(partitions), "--replica-assignment", assignment)) == \
+            f"{prefix}{message}\n"
+
+
 def test_a_missing_chunk_file(cli: Cli) -> None:
     missing = cli.tmp / "missing.json"
     assert failed(cli.run("chunks", "create", "--create-chunk-json-file", str(missing))) == (
