@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from chunkraft.api.authentication import Authenticator
+from chunkraft.api.limits import RequestLimits
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
@@ -47,6 +48,9 @@ class ControllerContext:
     over https; None: httpx's default verification."""
     monotonic: Callable[[], float] = time.monotonic
     forward_timeout: float = 30.0
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    """What one request may cost (:mod:`chunkraft.api.limits`); the defaults unless the
+    configuration says otherwise."""
     _client: httpx.AsyncClient | None = field(default=None, repr=False)
     _pool: list[httpx.AsyncClient] = field(default_factory=list, repr=False)
     _turn: int = field(default=0, repr=False)

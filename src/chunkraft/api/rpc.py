@@ -27,6 +27,8 @@ from chunkraft.api.forwarding import (
     OFFSET_HEADER,
     forward_to_leader,
 )
+from chunkraft.api.limits import RequestLimits, count_problem, read_bounded_body
+from chunkraft.api.request_counts import counts_of
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.raft.entry import IDEMPOTENCY_KEY_SIZE
 from chunkraft.controller.result import Operation
@@ -42,10 +44,12 @@ __all__ = [
     "committed_image",
     "execute_write",
     "idempotency_key_of",
+    "over_limits",
     "read_request_body",
 ]
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_BODY_BYTES = RequestLimits().max_body_bytes
+"""The default body limit (``request.max.body.bytes``); a node's own is in its context."""
 MAX_READ_WAIT = 30.0
 
 Req = TypeVar("Req", bound=BaseModel)
@@ -97,16 +101,8 @@ def idempotency_key_of(request: Request, body: bytes) -> bytes:
 
 
 async def _read_body(request: Request) -> bytes | Response:
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        return error_response(Errors.MESSAGE_TOO_LARGE,
-                              f"the body is {length} bytes, over the limit of {MAX_BODY_BYTES}",
-                              413)
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        return error_response(Errors.MESSAGE_TOO_LARGE,
-                              f"the body is over the limit of {MAX_BODY_BYTES} bytes", 413)
-    return body
+    context: ControllerContext = request.app.state.context
+    return await read_bounded_body(request, context.limits.max_body_bytes)
 
 
 def _parse(model: type[Req], body: bytes) -> Req | Response:
@@ -114,6 +110,17 @@ def _parse(model: type[Req], body: bytes) -> Req | Response:
         return model.model_validate_json(body or b"{}")
     except ValidationError as error:
         return error_response(Errors.INVALID_REQUEST, validation_message(error), 400)
+
+
+def over_limits(context: ControllerContext, request: BaseModel) -> Response | None:
+    """The whole-request refusal of a parsed request whose counts are over the node's limits
+    (400: INVALID_REQUEST for too many items, POLICY_VIOLATION for too many assignments or
+    broker ids), or None. Counting builds nothing, so it is cheap whatever the request."""
+    problem = count_problem(counts_of(request), context.limits)
+    if problem is None:
+        return None
+    error, message = problem
+    return error_response(error, message, 400)
 
 
 def _json(response: BaseModel, offset: int) -> Response:
@@ -136,7 +143,8 @@ loop (``QuorumController.write``'s ``offload``); a smaller one is cheap enough f
 
 
 async def read_request_body(request: Request) -> bytes | Response:
-    """The body, or a 413 answer when it is over :data:`MAX_BODY_BYTES`."""
+    """The body, or the refusal: 415 unless it is JSON, 413 when it is over the node's
+    ``request.max.body.bytes`` (:func:`~chunkraft.api.limits.read_bounded_body`)."""
     return await _read_body(request)
 
 
@@ -200,9 +208,14 @@ def add_write_route(
         parsed = _parse(request_model, body)
         if isinstance(parsed, Response):
             return parsed
+        # Cluster-level authorization (403) is decided by make_operation, before the counts;
+        # per-topic authorization and validation run in the operation, after them.
         operation = make_operation(context, principal_of(request), parsed)
         if isinstance(operation, Response):
             return operation
+        refused = over_limits(context, parsed)
+        if refused is not None:
+            return refused
         outcome = await execute_write(request, body, operation, response_model)
         if isinstance(outcome, Response):
             return outcome
@@ -235,6 +248,9 @@ def add_read_route(
         parsed = _parse(request_model, body)
         if isinstance(parsed, Response):
             return parsed
+        refused = over_limits(context, parsed)
+        if refused is not None:
+            return refused
         image = await committed_image(request, min_offset, wait_ms)
         if isinstance(image, Response):
             return image

@@ -90,6 +90,13 @@ class ControllerConfig:
     ssl_client_auth: str = "none"
     metadata_max_retained_bytes: int = 64 * _MIB
     request_timeout_ms: int = 30_000
+    # Bounded work per request (chunkraft.api.limits, docs/api.md): 1 MiB of the densest JSON
+    # parses in about 0.1 s, and 10,000 assignments are Kafka's 10,000 records per operation.
+    request_max_body_bytes: int = _MIB
+    request_max_header_bytes: int = 32 * 1024
+    request_max_batch_items: int = 1000
+    request_max_assignments: int = 10_000
+    request_max_assignment_replicas: int = 50_000
     sources: InitVar[Mapping[str, str] | None] = None
 
     def __post_init__(self, sources: Mapping[str, str] | None) -> None:

@@ -377,6 +377,42 @@ SETTINGS: tuple[Setting, ...] = (
         "the leader, before it fails.",
         minimum=1,
     ),
+    # Bounded work per request (docs/api.md, "Limits"): what one HTTP request may cost.
+    Setting(
+        "request.max.body.bytes",
+        parse_integer,
+        "Largest request body; a longer one is answered 413 before more of it is read "
+        "(chunked bodies too).",
+        minimum=1024,
+    ),
+    Setting(
+        "request.max.header.bytes",
+        parse_integer,
+        "Largest total of a request's header names and values (and its path and query); "
+        "over it the answer is 431.",
+        minimum=1024,
+    ),
+    Setting(
+        "request.max.batch.items",
+        parse_integer,
+        "Most items in one batch of a request (topics, partitions, chunks, ACLs); more is "
+        "answered 400 INVALID_REQUEST.",
+        minimum=1,
+    ),
+    Setting(
+        "request.max.assignments",
+        parse_integer,
+        "Most partitions (or chunks) one request may give replicas to, all topics together; "
+        "more is refused with POLICY_VIOLATION.",
+        minimum=1,
+    ),
+    Setting(
+        "request.max.assignment.replicas",
+        parse_integer,
+        "Most broker ids one request may list in its assignments, replica lists and ISRs; "
+        "more is refused with POLICY_VIOLATION.",
+        minimum=1,
+    ),
 )
 """Every controller property, in the order the docs list them."""
 

@@ -31,7 +31,9 @@ def _all_subclasses(base: type[BaseModel]) -> Iterator[type[BaseModel]]:
 def _models() -> list[type[BaseModel]]:
     for info in pkgutil.iter_modules(chunkraft.protocol.__path__):
         importlib.import_module(f"chunkraft.protocol.{info.name}")
-    found = set(_all_subclasses(Message))
+    # The protocol's messages and the API's bodies: what HTTP requests are parsed into.
+    found = {m for m in _all_subclasses(Message)
+             if m.__module__.startswith(("chunkraft.protocol.", "chunkraft.api."))}
     found.update(v for v in vars(v3_models).values()
                  if isinstance(v, type) and issubclass(v, v3_models._Body))
     return sorted(found, key=lambda m: f"{m.__module__}.{m.__qualname__}")

@@ -3,8 +3,10 @@ AlterChunkAssignments over many items, with one result per item.
 
 Each answers 200 with ``data``: one result per item (per distinct topic for createPartitions),
 carrying Kafka's error code and name; only what fails the whole request is an HTTP status (400
-malformed or over 1000 items, 401, 413). Authorization is per item, inside the operations
-(TOPIC_AUTHORIZATION_FAILED after the duplicate check, as Kafka's controller does).
+malformed or over ``request.max.batch.items``, 401, 413, 415, 431). Authorization is per item,
+inside the operations (TOPIC_AUTHORIZATION_FAILED after the duplicate check, as Kafka's
+controller does). A request over the assignment limits (:mod:`chunkraft.api.limits`) is answered
+at once, per item, TOPIC_AUTHORIZATION_FAILED or POLICY_VIOLATION, without validating anything.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from collections import Counter
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel
 
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.authorized import (
     alter_chunk_assignments_as,
     create_chunks_as,
     create_partitions_as,
+    denied_message,
 )
 from chunkraft.api.rpc import WriteOutcome, execute_write
 from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders
@@ -28,8 +32,10 @@ from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     body_schema,
     context_of,
+    count_refusal,
     error_item,
     json_answer,
+    may_change_topic,
     read_body_as,
 )
 from chunkraft.api.v3.encoding import list_json
@@ -45,6 +51,7 @@ from chunkraft.api.v3.models import (
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.chunks import (
     AlterChunkAssignment,
     AlterChunkAssignmentsRequest,
@@ -74,6 +81,29 @@ def _answer(kind: str, request: Request, offset: int, data: list[dict[str, Any]]
     return json_answer(list_json(kind, str(request.url), None, offset, items), offset)
 
 
+def _over_limits(request: Request, body: BaseModel, topics: list[str]
+                 ) -> Response | list[tuple[int, str]] | None:
+    """None when ``body`` is within the node's limits; else the whole request's refusal (too
+    many items), or one (error code, message) per entry of ``topics``: TOPIC_AUTHORIZATION_FAILED
+    where the principal may not ALTER the topic (so an unauthorized request learns nothing
+    more), POLICY_VIOLATION for the others. Nothing of the request is validated, converted or
+    sent to the leader: the answer costs the counting alone."""
+    refused = count_refusal(request, body)
+    if refused is None or isinstance(refused, Response):
+        return refused
+    _, message = refused
+    context = context_of(request)
+    principal = principal_of(request)
+    allowed = may_change_topic(context, context.controller.image, principal, AclOperation.ALTER)
+    verdicts: dict[str, tuple[int, str]] = {}
+    for name in topics:
+        if name not in verdicts:
+            verdicts[name] = ((Errors.POLICY_VIOLATION.code, message) if allowed(name) else
+                              (Errors.TOPIC_AUTHORIZATION_FAILED.code,
+                               denied_message(principal, AclOperation.ALTER, name)))
+    return [verdicts[name] for name in topics]
+
+
 # ------------------------------------------------------------------ createPartitions (KIP-195)
 
 
@@ -88,6 +118,15 @@ async def create_partitions(request: Request, cluster_id: str) -> Response:
     if isinstance(read, Response):
         return read
     raw, body = read
+    names = list(dict.fromkeys(t.topic_name for t in body.topics))
+    refused = _over_limits(request, body, names)
+    if isinstance(refused, Response):
+        return refused
+    if refused is not None:
+        offset = context_of(request).controller.image.offset
+        return _answer("CreatePartitionsResultList", request, offset, [
+            {"topic_name": name, **error_item(*verdict)}
+            for name, verdict in zip(names, refused, strict=True)])
     context = context_of(request)
     protocol = CreatePartitionsRequest(
         topics=tuple(CreatePartitionsTopic(
@@ -96,7 +135,6 @@ async def create_partitions(request: Request, cluster_id: str) -> Response:
                 CreatePartitionsAssignment(broker_ids=tuple(a)) for a in t.assignments))
             for t in body.topics),
         validate_only=body.validate_only, timeout_ms=body.timeout_ms)
-    names = list(dict.fromkeys(t.topic_name for t in body.topics))
     if body.timeout_ms == 0:  # a deadline already past: nothing is attempted
         return _timed_out(request, names, body.timeout_ms)
     operation = create_partitions_as(principal_of(request), context.authorizer, protocol)
@@ -186,6 +224,15 @@ async def create_chunks(request: Request, cluster_id: str) -> Response:
     if isinstance(read, Response):
         return read
     raw, body = read
+    refused = _over_limits(request, body, [item.topic for item in body.partitions])
+    if isinstance(refused, Response):
+        return refused
+    if refused is not None:
+        return _answer("CreateChunksResultList", request,
+                       context_of(request).controller.image.offset, [
+                           {"topic_name": item.topic, "partition_id": item.partition,
+                            **error_item(*verdict)}
+                           for item, verdict in zip(body.partitions, refused, strict=True)])
     context = context_of(request)
     items = body.partitions
     results: list[tuple[int, str | None] | None] = [None] * len(items)
@@ -256,6 +303,15 @@ async def alter_chunk_assignments(request: Request, cluster_id: str) -> Response
     if isinstance(read, Response):
         return read
     raw, body = read
+    refused = _over_limits(request, body, [c.topic for c in body.chunks])
+    if isinstance(refused, Response):
+        return refused
+    if refused is not None:
+        return _answer("AlterChunkAssignmentsResultList", request,
+                       context_of(request).controller.image.offset, [
+                           {"topic_name": c.topic, "partition_id": c.partition,
+                            "start_offset": c.start_offset, **error_item(*verdict)}
+                           for c, verdict in zip(body.chunks, refused, strict=True)])
     context = context_of(request)
     protocol = AlterChunkAssignmentsRequest(
         chunks=tuple(AlterChunkAssignment(

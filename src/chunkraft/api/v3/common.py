@@ -8,6 +8,7 @@ INCONSISTENT_CLUSTER_ID. Whole-request failures use the ErrorBody of :mod:`chunk
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
@@ -17,7 +18,10 @@ from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import ErrorBody, error_response, http_status_of, validation_message
 from chunkraft.api.forwarding import OFFSET_HEADER
+from chunkraft.api.limits import count_problem
+from chunkraft.api.request_counts import counts_of
 from chunkraft.api.rpc import committed_image, read_request_body
+from chunkraft.api.v3 import counts as _v3_counts  # noqa: F401  (registers the v3 bodies)
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations.topics import validate_topic_name
 from chunkraft.error_codes import ApiException, Errors
@@ -33,9 +37,11 @@ __all__ = [
     "check_cluster",
     "check_topic_name",
     "context_of",
+    "count_refusal",
     "error_item",
     "item_error_response",
     "json_answer",
+    "may_change_topic",
     "may_describe_topic",
     "read_body_as",
     "read_image",
@@ -170,8 +176,8 @@ class Links:
 async def read_body_as(request: Request, cluster_id: str, model: type[M]
                        ) -> tuple[bytes, M] | Response:
     """A write's raw body (for forwarding and the idempotency key) and its parsed form, or the
-    error answer: unknown cluster (404), over 8 MiB (413), malformed (400, naming each
-    problem)."""
+    error answer: unknown cluster (404), not JSON (415), over ``request.max.body.bytes`` (413),
+    malformed (400, naming each problem)."""
     refused = check_cluster(context_of(request), cluster_id)
     if refused is not None:
         return refused
@@ -182,6 +188,34 @@ async def read_body_as(request: Request, cluster_id: str, model: type[M]
         return body, model.model_validate_json(body or b"{}")
     except ValidationError as error:
         return error_response(Errors.INVALID_REQUEST, validation_message(error), 400)
+
+
+def count_refusal(request: Request, body: BaseModel) -> Response | tuple[Errors, str] | None:
+    """Whether ``body``'s counts are over the node's limits (:mod:`chunkraft.api.limits`):
+    None if not; a 400 answer for too many items (a malformed batch); else the error and
+    message (POLICY_VIOLATION) for the route to answer, per item or as a whole."""
+    problem = count_problem(counts_of(body), context_of(request).limits)
+    if problem is None:
+        return None
+    error, message = problem
+    if error is Errors.INVALID_REQUEST:
+        return error_response(error, message, 400)
+    return problem
+
+
+def may_change_topic(context: ControllerContext, image: MetadataImage, principal: Principal,
+                     operation: AclOperation) -> Callable[[str], bool]:
+    """Whether ``principal`` may perform ``operation`` on a topic, by this node's image: for
+    refusing an over-limit request per item without the leader (the leader decides for
+    requests it runs)."""
+    authorizer = context.authorizer
+    if authorizer is None or authorizer.is_super_user(principal):
+        return lambda name: True
+    if operation is AclOperation.CREATE and authorizer.authorize_cluster(
+            image, principal, AclOperation.CREATE):
+        return lambda name: True
+    return lambda name: authorizer.authorize(image, principal, operation,
+                                             AclResourceType.TOPIC, name)
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:

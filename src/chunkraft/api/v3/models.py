@@ -63,7 +63,9 @@ __all__ = [
 ]
 
 MAX_BATCH_ITEMS = 1000
-"""At most this many items (topics, partitions, chunks) in one batch request."""
+"""The default of ``request.max.batch.items``: items (topics, partitions, chunks) in one batch
+request. The routes check the node's own limit (:mod:`chunkraft.api.limits`), not the model, so
+the setting can change it."""
 
 
 class _Body(BaseModel):
@@ -301,7 +303,7 @@ class CreatePartitionsBody(_Body):
     change to commit; past it every topic answers REQUEST_TIMED_OUT (0 times out at once,
     as Kafka's controller does with a deadline already past)."""
 
-    topics: Annotated[list[CreatePartitionsItem], Field(max_length=MAX_BATCH_ITEMS)]
+    topics: list[CreatePartitionsItem]
     validate_only: StrictBool = False
     timeout_ms: Annotated[int, Field(ge=0, le=2**31 - 1, strict=True)] = 60_000
 
@@ -337,7 +339,7 @@ class CreateChunkItem(_Body):
 
 
 class CreateChunksBody(_Body):
-    partitions: Annotated[list[CreateChunkItem], Field(max_length=MAX_BATCH_ITEMS)]
+    partitions: list[CreateChunkItem]
     validate_only: StrictBool = False
 
 
@@ -367,7 +369,7 @@ class AlterChunkItem(_Body):
 
 
 class AlterChunkAssignmentsBody(_Body):
-    chunks: Annotated[list[AlterChunkItem], Field(max_length=MAX_BATCH_ITEMS)]
+    chunks: list[AlterChunkItem]
     validate_only: StrictBool = False
 
 

@@ -15,7 +15,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.authentication import principal_of
-from chunkraft.api.authorized import create_partitions_as, create_topics_as, delete_topics_as
+from chunkraft.api.authorized import (
+    create_partitions_as,
+    create_topics_as,
+    delete_topics_as,
+    denied_message,
+)
 from chunkraft.api.errors import error_response
 from chunkraft.api.forwarding import OFFSET_HEADER
 from chunkraft.api.rpc import committed_image, execute_write
@@ -28,8 +33,10 @@ from chunkraft.api.v3.common import (
     check_cluster,
     check_topic_name,
     context_of,
+    count_refusal,
     item_error_response,
     json_answer,
+    may_change_topic,
     may_describe_topic,
     read_body_as,
     read_image,
@@ -40,6 +47,7 @@ from chunkraft.api.v3.models import CreateTopicBody, KafkaTopic, KafkaTopicList,
 from chunkraft.api.v3.pagination import DEFAULT_PAGE_SIZE, paginate
 from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -159,6 +167,19 @@ async def create_topic(request: Request, cluster_id: str) -> Response:
     if isinstance(read, Response):
         return read
     raw, body = read
+    refused = count_refusal(request, body)
+    if isinstance(refused, Response):
+        return refused
+    if refused is not None:  # answered here, before any of the assignments is looked at
+        context = context_of(request)
+        image = context.controller.image
+        principal = principal_of(request)
+        if not may_change_topic(context, image, principal, AclOperation.CREATE)(body.topic_name):
+            return at_offset(error_response(
+                Errors.TOPIC_AUTHORIZATION_FAILED,
+                denied_message(principal, AclOperation.CREATE, body.topic_name), 403),
+                image.offset)
+        return at_offset(error_response(refused[0], refused[1], 400), image.offset)
     assignments = tuple(
         CreatableReplicaAssignment(partition_index=a.partition_id, broker_ids=tuple(a.broker_ids))
         for a in body.replicas_assignments or ())

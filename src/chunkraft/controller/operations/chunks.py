@@ -53,6 +53,7 @@ from chunkraft.protocol.chunks import (
 from chunkraft.records import ChunkChangeRecord, ChunkRecord, PartitionChangeRecord, PartitionRecord
 
 __all__ = [
+    "MAX_CHUNK_OFFSET",
     "alter_chunk_assignments",
     "check_broker_epoch",
     "chunk_replica_state",
@@ -60,6 +61,14 @@ __all__ = [
 ]
 
 _NO_BROKER = -1
+
+MAX_CHUNK_OFFSET = 2**63 - 1 - 2**31
+"""The largest offset a cut may name (start, stop or end): the log must still be able to append
+a whole record batch at the new chunk's start. A batch spans up to 2^31 offsets (its
+``lastOffsetDelta`` is an INT32) and the log end offset after it must be an INT64, so a batch
+based at this offset is the last that fits. A cut past it is INVALID_REQUEST: no log can hold
+such an offset, whatever the partition's state (a record batch's base offset at 2^63 - 1 made
+the broker's produce fail with ``struct.error``)."""
 
 
 def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> None:
@@ -111,7 +120,8 @@ def create_chunks(
     UNKNOWN_LEADER_EPOCH; a partition reassignment in progress -> REASSIGNMENT_IN_PROGRESS; new
     replicas empty, unregistered, repeated, not the partition's replication factor in number,
     fenced or shutting down, or a ``leader`` that is not one of them ->
-    INVALID_REPLICA_ASSIGNMENT; ``start_offset != prev_stop_offset + 1`` or ``prev_stop_offset
+    INVALID_REPLICA_ASSIGNMENT; an offset past :data:`MAX_CHUNK_OFFSET` (no log could append
+    there) -> INVALID_REQUEST; ``start_offset != prev_stop_offset + 1`` or ``prev_stop_offset
     > prev_end_offset`` -> INVALID_CHUNK_OFFSETS; ``start_offset`` equal to the active chunk's
     start (nothing to cut) -> INVALID_REQUEST; before it -> INVALID_CHUNK_OFFSETS; a start
     timestamp before the active chunk's -> INVALID_CHUNK_OFFSETS; past the operation's 10,000
@@ -253,6 +263,12 @@ def _check_new_replicas(
 
 
 def _check_offsets(label: str, item: CreateChunksPartition, partition: PartitionRecord) -> None:
+    largest = max(item.prev_stop_offset, item.prev_end_offset, item.start_offset)
+    if largest > MAX_CHUNK_OFFSET:
+        raise Errors.INVALID_REQUEST.exception(
+            f"Offset {largest} is past {MAX_CHUNK_OFFSET}, the largest offset at which a log "
+            "can still append a record batch (2^63 - 1 - 2^31)."
+        )
     if item.start_offset != item.prev_stop_offset + 1:
         raise Errors.INVALID_CHUNK_OFFSETS.exception(
             f"StartOffset {item.start_offset} must be PrevStopOffset + 1 "

@@ -56,12 +56,13 @@ def create_partitions(
     INVALID_PARTITIONS "Topic already has N partition(s)."; smaller -> INVALID_PARTITIONS "The
     topic T currently has N partition(s); M would not be an increase."; assignments given but
     not one per new partition -> INVALID_REPLICA_ASSIGNMENT "Attempted to add X additional
-    partition(s), but only Y assignment(s) were specified."; each assignment: empty, an
-    unregistered broker, a broker twice, a length other than the topic's replication factor, a
-    fenced or shutting-down broker -> INVALID_REPLICA_ASSIGNMENT; more records than the
-    operation has left of its 10,000, or more KIP-253 prior partition epochs (existing x new
-    partitions) than it has left of its 100,000 -> POLICY_VIOLATION; without assignments,
-    placement over the usable brokers -> INVALID_REPLICATION_FACTOR if there are too few.
+    partition(s), but only Y assignment(s) were specified."; more records than the operation
+    has left of its 10,000, or more KIP-253 prior partition epochs (existing x new partitions)
+    than it has left of its 100,000 -> POLICY_VIOLATION (counts, so checked before the
+    assignments); each assignment: empty, an unregistered broker, a broker twice, a length other
+    than the topic's replication factor, a fenced or shutting-down broker ->
+    INVALID_REPLICA_ASSIGNMENT; without assignments, placement over the usable brokers ->
+    INVALID_REPLICATION_FACTOR if there are too few.
 
     The replication factor is that of partition 0, counting the target replicas of a
     reassignment in progress (replicas minus removing replicas). ``validate_only`` answers the
@@ -134,6 +135,17 @@ def _expand(
         )
     first = topic.partitions[partition_ids[0]]
     replication_factor = len(first.replicas) - len(first.removing_replicas)
+    # The budgets are counts: checked before the assignments, whose checks cost per broker id,
+    # so an expansion too large to write is refused without looking at any of them.
+    what = f"Adding {additional} partition(s) to topic '{name}'"
+    budget.check(
+        existing + additional,
+        f"{what} ({existing} leader epoch bumps and {additional} new partitions)",
+    )
+    prior_budget.check(
+        existing * additional,
+        f"{what} (each new partition lists the epochs of the {existing} existing ones)",
+    )
     placements: list[tuple[int, ...]] = []
     if assignments is not None:
         subject = "manual partition assignment"
@@ -148,15 +160,6 @@ def _expand(
                 )
             check_brokers_usable(image, replicas, subject)
             placements.append(replicas)
-    what = f"Adding {additional} partition(s) to topic '{name}'"
-    budget.check(
-        existing + additional,
-        f"{what} ({existing} leader epoch bumps and {additional} new partitions)",
-    )
-    prior_budget.check(
-        existing * additional,
-        f"{what} (each new partition lists the epochs of the {existing} existing ones)",
-    )
     if assignments is None:
         placements = place_replicas(image, additional, replication_factor,
                                     f"{image.offset}/{name}")

@@ -186,6 +186,8 @@ class _TopicCreation:
                 "A manual partition assignment was specified, but numPartitions was not set "
                 "to -1."
             )
+        # A count, checked before the assignments, whose checks cost per broker id.
+        self.budget.check(1 + len(topic.assignments), f"Creating topic '{topic.name}'")
         by_index: dict[int, tuple[int, ...]] = {}
         replication_factor: int | None = None
         subject = "manual partition assignment"
