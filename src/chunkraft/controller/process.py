@@ -14,6 +14,7 @@ import sys
 
 import uvicorn
 
+from chunkraft.api import http_guard
 from chunkraft.api.app import create_app
 from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.api.context import ControllerContext
@@ -134,7 +135,12 @@ def run_controller(config: ControllerConfig) -> int:
         server = uvicorn.Server(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
             access_log=False, proxy_headers=False, lifespan="on",
-            timeout_graceful_shutdown=10, **(tls.uvicorn_options() if tls else {})))
+            timeout_graceful_shutdown=10, **(tls.uvicorn_options() if tls else {}),
+            # Slow-loris connections are cut (docs/api.md, "Limits").
+            **http_guard.uvicorn_options(http_guard.ConnectionLimits(
+                head_timeout_s=config.http_head_timeout_ms / 1000,
+                body_timeout_s=config.http_body_timeout_ms / 1000,
+                max_connections_per_address=config.http_max_connections_per_address))))
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)

@@ -413,6 +413,29 @@ SETTINGS: tuple[Setting, ...] = (
         "more is refused with POLICY_VIOLATION.",
         minimum=1,
     ),
+    # HTTP connections a slow client cannot outlast (chunkraft.api.http_guard).
+    Setting(
+        "http.head.timeout.ms",
+        parse_integer,
+        "A request's line and headers must arrive within this of the connection opening (or "
+        "of the request's first byte on a kept-alive connection); else the connection is "
+        "closed.",
+        minimum=100,
+    ),
+    Setting(
+        "http.body.timeout.ms",
+        parse_integer,
+        "A request's body must arrive within this of its headers; else the connection is "
+        "closed.",
+        minimum=100,
+    ),
+    Setting(
+        "http.max.connections.per.address",
+        parse_integer,
+        "Most HTTP connections one client address may hold open on this controller; one more "
+        "is closed at once.",
+        minimum=1,
+    ),
 )
 """Every controller property, in the order the docs list them."""
 
