@@ -14,6 +14,10 @@ Three kinds of fetch (``protocol/data_plane.py``):
   offset, answered with ``chunk_stop_offset``. ``key_range`` keeps only records whose murmur2
   key hash is in range.
 
+A partition whose read fails unexpectedly (a bug, a disk error) is answered
+UNKNOWN_SERVER_ERROR or KAFKA_STORAGE_ERROR with one log line (``failures``); the others are
+read as usual.
+
 A fetch that found fewer than ``min_bytes`` waits (up to ``max_wait_ms``) for an append or a
 high-watermark move on one of its partitions, then reads again.
 """
@@ -25,6 +29,7 @@ import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chunkraft.broker_agent import failures
 from chunkraft.broker_agent.chunk_lookup import locate_for_consumer
 from chunkraft.broker_agent.partition import Partition
 from chunkraft.broker_agent.replica_host import ReplicaHost
@@ -41,18 +46,21 @@ from chunkraft.protocol.data_plane import (
     FetchRequest,
     FetchResponse,
     FetchTopicResponse,
+    ListOffsetsPartition,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartition,
     OffsetForLeaderPartitionResult,
     OffsetForLeaderTopicResult,
 )
 
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
+    from chunkraft.controller.image import TopicImage
     from chunkraft.records import ChunkRecord
 
 __all__ = ["fetch", "list_offsets", "offsets_for_leader_epoch"]
@@ -252,7 +260,12 @@ def _read_all(rm: ReplicaHost, request: FetchRequest, first_pass: bool
     for topic in request.topics:
         answers: list[FetchPartitionResponse] = []
         for want in topic.partitions:
-            answer = _read_partition(rm, request, topic.topic, want, budget, first_pass)
+            try:
+                answer = _read_partition(rm, request, topic.topic, want, budget, first_pass)
+            except Exception as error:  # one partition's failure is its own answer
+                failure, message = failures.failed(
+                    f"fetch of {topic.topic}-{want.partition}", error)
+                answer = _error(want.partition, failure, message)
             answers.append(answer)
             failed = failed or answer.error_code != 0 or answer.diverging_epoch is not None
             size += len(answer.records) * 3 // 4
@@ -291,44 +304,51 @@ def list_offsets(rm: ReplicaHost, request: ListOffsetsRequest) -> ListOffsetsRes
         image_topic = rm.image.topics.get_by_name(topic.name)
         results: list[ListOffsetsPartitionResponse] = []
         for want in topic.partitions:
-            index = want.partition_index
-            partition = rm.partitions.get((topic.name, index))
-            if image_topic is None or image_topic.partition(index) is None:
-                error: Errors | None = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            elif partition is None or (not partition.is_leader and want.timestamp < 0):
-                error = Errors.NOT_LEADER_OR_FOLLOWER
-            elif partition.is_leader:
-                error = _epoch_error(partition, want.current_leader_epoch)
-            else:
-                error = None
-            if error is not None or partition is None or image_topic is None:
+            try:
+                results.append(_list_offset(rm, request.isolation_level, topic.name,
+                                            image_topic, want))
+            except Exception as error:  # one partition's failure is its own answer
+                failure, message = failures.failed(
+                    f"list offsets of {topic.name}-{want.partition_index}", error)
                 results.append(ListOffsetsPartitionResponse(
-                    partition_index=index,
-                    error_code=(error or Errors.UNKNOWN_TOPIC_OR_PARTITION).code))
-                continue
-            log_ = partition.log
-            epoch = partition.leader_epoch
-            if want.timestamp == EARLIEST_TIMESTAMP:
-                chunks = image_topic.chunks_of(index)
-                offset = chunks[0].start_offset if chunks else log_.log_start_offset
-                results.append(ListOffsetsPartitionResponse(
-                    partition_index=index, offset=offset, leader_epoch=epoch))
-            elif want.timestamp == LATEST_TIMESTAMP:
-                offset = (log_.last_stable_offset if request.isolation_level == 1
-                          else log_.high_watermark)
-                results.append(ListOffsetsPartitionResponse(
-                    partition_index=index, offset=offset, leader_epoch=epoch))
-            else:
-                found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index),
-                                              want.timestamp)
-                if found is None:
-                    results.append(ListOffsetsPartitionResponse(partition_index=index))
-                else:
-                    results.append(ListOffsetsPartitionResponse(
-                        partition_index=index, offset=found[0], timestamp=found[1],
-                        leader_epoch=epoch))
+                    partition_index=want.partition_index, error_code=failure.code,
+                    error_message=message))
         topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(results)))
     return ListOffsetsResponse(topics=tuple(topics))
+
+
+def _list_offset(rm: ReplicaHost, isolation_level: int, name: str,
+                 image_topic: TopicImage | None, want: ListOffsetsPartition
+                 ) -> ListOffsetsPartitionResponse:
+    index = want.partition_index
+    partition = rm.partitions.get((name, index))
+    if image_topic is None or image_topic.partition(index) is None:
+        error: Errors | None = Errors.UNKNOWN_TOPIC_OR_PARTITION
+    elif partition is None or (not partition.is_leader and want.timestamp < 0):
+        error = Errors.NOT_LEADER_OR_FOLLOWER
+    elif partition.is_leader:
+        error = _epoch_error(partition, want.current_leader_epoch)
+    else:
+        error = None
+    if error is not None or partition is None or image_topic is None:
+        return ListOffsetsPartitionResponse(
+            partition_index=index, error_code=(error or Errors.UNKNOWN_TOPIC_OR_PARTITION).code)
+    log_ = partition.log
+    epoch = partition.leader_epoch
+    if want.timestamp == EARLIEST_TIMESTAMP:
+        chunks = image_topic.chunks_of(index)
+        offset = chunks[0].start_offset if chunks else log_.log_start_offset
+        return ListOffsetsPartitionResponse(partition_index=index, offset=offset,
+                                            leader_epoch=epoch)
+    if want.timestamp == LATEST_TIMESTAMP:
+        offset = log_.last_stable_offset if isolation_level == 1 else log_.high_watermark
+        return ListOffsetsPartitionResponse(partition_index=index, offset=offset,
+                                            leader_epoch=epoch)
+    found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index), want.timestamp)
+    if found is None:
+        return ListOffsetsPartitionResponse(partition_index=index)
+    return ListOffsetsPartitionResponse(partition_index=index, offset=found[0],
+                                        timestamp=found[1], leader_epoch=epoch)
 
 
 def _offset_for_timestamp(rm: ReplicaHost, partition: Partition,
@@ -361,23 +381,33 @@ def offsets_for_leader_epoch(rm: ReplicaHost, request: OffsetForLeaderEpochReque
         image_topic = rm.image.topics.get_by_name(topic.topic)
         results: list[OffsetForLeaderPartitionResult] = []
         for want in topic.partitions:
-            index = want.partition
-            partition = rm.partitions.get((topic.topic, index))
-            error: Errors | None = None
-            if image_topic is None or image_topic.partition(index) is None:
-                error = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            elif partition is None or (request.replica_id >= 0 and not partition.is_leader):
-                error = Errors.NOT_LEADER_OR_FOLLOWER
-            elif partition.is_leader:
-                error = _epoch_error(partition, want.current_leader_epoch)
-                if error is None and partition.overlap_pending:
-                    error = Errors.LEADER_NOT_AVAILABLE  # its epoch cache is not final yet
-            if error is not None or partition is None:
+            try:
+                results.append(_epoch_end(rm, request.replica_id, topic.topic, image_topic,
+                                          want))
+            except Exception as error:  # one partition's failure is its own answer
+                failure, message = failures.failed(
+                    f"OffsetsForLeaderEpoch of {topic.topic}-{want.partition}", error)
                 results.append(OffsetForLeaderPartitionResult(
-                    partition=index, error_code=(error or Errors.NOT_LEADER_OR_FOLLOWER).code))
-                continue
-            epoch, end = partition.log.end_offset_for_epoch(want.leader_epoch)
-            results.append(OffsetForLeaderPartitionResult(partition=index, leader_epoch=epoch,
-                                                          end_offset=end))
+                    partition=want.partition, error_code=failure.code, error_message=message))
         topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
     return OffsetForLeaderEpochResponse(topics=tuple(topics))
+
+
+def _epoch_end(rm: ReplicaHost, replica_id: int, name: str, image_topic: TopicImage | None,
+               want: OffsetForLeaderPartition) -> OffsetForLeaderPartitionResult:
+    index = want.partition
+    partition = rm.partitions.get((name, index))
+    error: Errors | None = None
+    if image_topic is None or image_topic.partition(index) is None:
+        error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+    elif partition is None or (replica_id >= 0 and not partition.is_leader):
+        error = Errors.NOT_LEADER_OR_FOLLOWER
+    elif partition.is_leader:
+        error = _epoch_error(partition, want.current_leader_epoch)
+        if error is None and partition.overlap_pending:
+            error = Errors.LEADER_NOT_AVAILABLE  # its epoch cache is not final yet
+    if error is not None or partition is None:
+        return OffsetForLeaderPartitionResult(
+            partition=index, error_code=(error or Errors.NOT_LEADER_OR_FOLLOWER).code)
+    epoch, end = partition.log.end_offset_for_epoch(want.leader_epoch)
+    return OffsetForLeaderPartitionResult(partition=index, leader_epoch=epoch, end_offset=end)

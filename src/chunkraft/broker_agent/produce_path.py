@@ -11,6 +11,11 @@ acknowledges is on every ISR member; a leader change before that -> NOT_LEADER_O
 ISR that shrank below ``min.insync.replicas`` meanwhile -> NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 A leader epoch bump while this broker stays leader (KIP-253's expansion bumps every existing
 partition's epoch) is no leader change: appends and waits go on.
+
+Offsets that would pass what the log can store (its last offset at most 2^63 - 2, see
+``record_batch.MAX_OFFSET``) -> OFFSET_OUT_OF_RANGE from the log. Any other failure of one
+partition (a bug, a disk error) answers that partition UNKNOWN_SERVER_ERROR or
+KAFKA_STORAGE_ERROR with one log line (``failures``); the other partitions are unaffected.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import asyncio
 import base64
 import binascii
 
+from chunkraft.broker_agent.failures import failed
 from chunkraft.broker_agent.partition import Partition
 from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.broker_agent.storage.errors import DuplicateSequenceError
@@ -124,13 +130,21 @@ async def produce(rm: ReplicaHost, request: ProduceRequest) -> ProduceResponse:
                     index=data.index, error_code=refused.error.code,
                     error_message=refused.message))
                 continue
+            except Exception as error:  # one partition's failure is its own answer
+                failure, message = failed(f"produce to {topic.name}-{data.index}", error)
+                results.append(ProducePartitionResponse(
+                    index=data.index, error_code=failure.code, error_message=message))
+                continue
             results.append(result)
             if request.acks == -1 and result.error_code == 0 and result.base_offset >= 0:
                 waits.append((t_pos, len(results) - 1, partition, partition.leadership,
                               last_offset))
         answers.append(results)
     for t_pos, p_pos, partition, epoch, last in waits:
-        outcome = await _wait_replicated(partition, epoch, last, deadline)
+        try:
+            outcome = await _wait_replicated(partition, epoch, last, deadline)
+        except Exception as error:
+            outcome, _ = failed(f"acks=all wait of {partition.label}", error)
         if outcome is Errors.NONE and partition.tracker is not None and \
                 len(partition.tracker.maximal_isr()) < rm.config.min_insync_replicas:
             # Kafka's rule: the HW passed the batch only because the ISR shrank below
@@ -184,10 +198,12 @@ async def write_txn_markers(rm: ReplicaHost, request: WriteTxnMarkersRequest
         for topic in marker.topics:
             results: list[TxnMarkerPartitionResult] = []
             for index in topic.partition_indexes:
-                error, message = await _write_marker(rm, topic.name, index, marker.producer_id,
-                                                     marker.producer_epoch,
-                                                     marker.transaction_result,
-                                                     marker.coordinator_epoch, deadline)
+                try:
+                    error, message = await _write_marker(
+                        rm, topic.name, index, marker.producer_id, marker.producer_epoch,
+                        marker.transaction_result, marker.coordinator_epoch, deadline)
+                except Exception as failure:
+                    error, message = failed(f"marker on {topic.name}-{index}", failure)
                 results.append(TxnMarkerPartitionResult(
                     partition_index=index, error_code=error.code, error_message=message))
             topics.append(TxnMarkerTopicResult(name=topic.name, partitions=tuple(results)))

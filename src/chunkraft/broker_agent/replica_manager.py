@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
 from chunkraft.broker_agent.chunk_replicas import ChunkReplicas
 from chunkraft.broker_agent.chunk_reports import ChunkReports
+from chunkraft.broker_agent.failures import failed
 from chunkraft.broker_agent.isr_updates import IsrUpdates
 from chunkraft.broker_agent.partition import Partition, Role
 from chunkraft.broker_agent.partition_registry import PartitionRegistry
@@ -204,8 +205,13 @@ class ReplicaManager:
 
     async def roll_chunk(self, topic: str, partition: int, broker_ids: tuple[int, ...],
                          leader: int) -> tuple[int, str | None]:
-        """Cuts the active chunk this broker leads (DESIGN.md section 3): error code, message."""
-        return await chunk_roll.roll_chunk(self, topic, partition, broker_ids, leader)
+        """Cuts the active chunk this broker leads (DESIGN.md section 3): error code, message.
+        An unexpected failure is a Kafka error too (one log line), never an exception."""
+        try:
+            return await chunk_roll.roll_chunk(self, topic, partition, broker_ids, leader)
+        except Exception as error:
+            failure, message = failed(f"chunk roll of {topic}-{partition}", error)
+            return failure.code, message
 
     def after_leader_append(self, partition: Partition) -> None:
         """After an append on a leader: the HW may move (a single-member ISR), waiters wake."""

@@ -46,6 +46,7 @@ __all__ = [
     "COMPRESSION_MASK",
     "CONTROL_FLAG",
     "MAGIC",
+    "MAX_OFFSET",
     "TIMESTAMP_TYPE_FLAG",
     "TRANSACTIONAL_FLAG",
     "BatchHeader",
@@ -69,6 +70,9 @@ __all__ = [
 ]
 
 MAGIC = 2
+MAX_OFFSET = 2**63 - 1
+"""The largest offset a batch's int64 ``baseOffset`` can carry. A log's end offset (the last
+offset + 1) is an int64 too, so the last offset a log may store is ``MAX_OFFSET - 1``."""
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_FLAG = 0x08  # set: LogAppendTime, clear: CreateTime
 TRANSACTIONAL_FLAG = 0x10
@@ -700,8 +704,13 @@ def rewrite_base(
     """Set the batch's base offset and partition leader epoch in place.
 
     Both fields are outside the CRC, so the batch stays valid; ``view`` must be writable and
-    start at the batch.
+    start at the batch. A base offset outside ``0 .. MAX_OFFSET`` raises CorruptBatchError
+    (it cannot be written; callers check their offsets first, this keeps a struct.error from
+    ever reaching a client).
     """
+    if not 0 <= base_offset <= MAX_OFFSET:
+        raise CorruptBatchError(f"base offset {base_offset} is outside 0..{MAX_OFFSET}",
+                                _BUFFER, 0)
     _BASE.pack_into(view, 0, base_offset)
     _EPOCH.pack_into(view, 12, partition_leader_epoch)
 

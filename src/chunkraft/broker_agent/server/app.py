@@ -6,7 +6,8 @@ see :mod:`.routes`), ``GET /broker/v1/status``, ``/healthz``, ``/readyz`` and ``
 Authentication is the controller's middleware (:mod:`chunkraft.api.authentication`: bearer
 tokens, client certificates, anonymous if allowed); authorization is :mod:`.access` over the
 broker's own metadata image. Errors of a whole request have the controller's body
-(``error_code``, ``error_name``, ``message``).
+(``error_code``, ``error_name``, ``message``), an unhandled exception included
+(:mod:`.last_resort`: UNKNOWN_SERVER_ERROR and one log line, never a traceback).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from chunkraft.broker_agent.server import (
 )
 from chunkraft.broker_agent.server.access import cluster_refusal
 from chunkraft.broker_agent.server.http import json_answer
+from chunkraft.broker_agent.server.last_resort import KafkaErrorMiddleware
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
 from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.data_plane import BrokerStatus
@@ -149,7 +151,9 @@ def create_broker_app(runtime: BrokerRuntimeLike, *, lifespan: Lifespan | None =
     registry.register(BrokerCollector(runtime))
     app.state.metrics = stats
     app.state.metrics_registry = registry
-    # Middleware runs outermost-last-added: metrics see every answer, 401s included.
+    # Middleware runs outermost-last-added: metrics see every answer, 401s included. The
+    # Kafka error answer of an unhandled exception is innermost, so metrics count it too.
+    app.add_middleware(KafkaErrorMiddleware)
     if runtime.authenticator is not None:
         app.add_middleware(AuthenticationMiddleware, authenticator=runtime.authenticator)
     app.add_middleware(RequestMetricsMiddleware, stats=stats)

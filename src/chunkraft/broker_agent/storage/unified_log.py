@@ -62,6 +62,7 @@ from chunkraft.broker_agent.storage.txn_index import AbortedTxn
 from chunkraft.dataplane.record_batch import (
     BATCH_HEADER_SIZE,
     BATCH_OVERHEAD,
+    MAX_OFFSET,
     BatchHeader,
     ControlType,
     CorruptBatchError,
@@ -506,6 +507,7 @@ class UnifiedLog:
                 )
             staging.check_duplicate(header)
             last = offset + header.last_offset_delta
+            _check_offsets_fit(offset, last)
             staging.append_data(header, offset, last)
             rewrite_base(batch, offset, leader_epoch)
             described.append((offset, last, header.max_timestamp, size))
@@ -541,6 +543,7 @@ class UnifiedLog:
         """
         now = self._clock() if now_ms is None else now_ms
         leo = self.log_end_offset
+        _check_offsets_fit(leo, leo)
         data = build_control_batch(
             commit,
             producer_id=producer_id,
@@ -596,6 +599,7 @@ class UnifiedLog:
             batch = view[pos : pos + size]
             header = _check_batch(batch)
             base = header.base_offset
+            _check_offsets_fit(base, header.last_offset)
             if base < expected:
                 if not runs:
                     raise UnexpectedAppendOffsetError(
@@ -930,3 +934,20 @@ def _topic_id_of(text: str) -> str | None:
         if key.strip() == "topic_id":
             return value.strip()
     return None
+
+
+def _check_offsets_fit(first: int, last: int) -> None:
+    """OFFSET_OUT_OF_RANGE unless offsets ``first .. last`` fit the log: the log end offset
+    after them (``last + 1``) must still be an int64, so ``last`` < MAX_OFFSET (2^63 - 1).
+
+    Kafka's offsets are int64 and it has no answer of its own for a log that is full (its
+    segments fail with an overflow exception, UNKNOWN_SERVER_ERROR on the wire);
+    OFFSET_OUT_OF_RANGE says what happened, is not retriable (a retry cannot fit either), and
+    is answered per partition, so the other partitions of the request are unaffected.
+    """
+    if first < 0 or last >= MAX_OFFSET:
+        raise ApiException(
+            Errors.OFFSET_OUT_OF_RANGE,
+            f"offsets {first}..{last} do not fit the log: its last offset can be at most "
+            f"{MAX_OFFSET - 1} (2^63 - 2)",
+        )
