@@ -8,6 +8,9 @@ REST v3 with the admin's token. Each attack runs inside one measured window of t
 - ``unauthorized-8mb``: a principal with no ALTER right sends an 8 MB validate_only
   ``topics:create-partitions`` (1,000 existing topics x 1,000 manual assignments);
 - ``admin-8mb``: the same body from the admin;
+- ``admin-largest-validate`` / ``admin-largest-commit``: the largest createPartitions the
+  default limits admit (10 topics x 1,000 new partitions with RF-3 assignments: 10,000
+  records), validate_only, then for real (10,000 PartitionRecords through Raft);
 - ``raft-junk-16mib`` / ``raft-junk-64mib``: a plain TCP connection to the leader's Raft port
   announces a 2 GiB message, then sends 16 / 64 MiB of zeros;
 - ``slowloris-500``: 500 connections to one controller's HTTP port, each dribbling a header
@@ -48,8 +51,9 @@ from _report import append_section, emit
 from chunkraft.client.broker_client import AsyncBrokerClient
 from chunkraft.deploy.local_cluster import LocalCluster
 
-ATTACKS = ("baseline", "unauthorized-8mb", "admin-8mb", "raft-junk-16mib", "raft-junk-64mib",
-           "slowloris-500", "produce-flood")
+ATTACKS = ("baseline", "unauthorized-8mb", "admin-8mb", "admin-largest-validate",
+           "admin-largest-commit", "raft-junk-16mib", "raft-junk-64mib", "slowloris-500",
+           "produce-flood")
 CLIENTS = 4
 HOSTILE_TOPICS = 1_000
 ASSIGNMENTS_PER_TOPIC = 1_000
@@ -80,6 +84,18 @@ def _hostile_body() -> bytes:
               for t in range(HOSTILE_TOPICS)]
     return json.dumps({"topics": topics, "validate_only": True},
                       separators=(",", ":")).encode()
+
+
+LARGEST_TOPICS = 10
+LARGEST_NEW_PARTITIONS = 1_000
+
+
+def _largest_body(validate_only: bool) -> bytes:
+    topics = [{"topic_name": f"largest-{t}", "partitions_count": 1 + LARGEST_NEW_PARTITIONS,
+               "assignments": [[b % 3, (b + 1) % 3, (b + 2) % 3]
+                               for b in range(LARGEST_NEW_PARTITIONS)]}
+              for t in range(LARGEST_TOPICS)]
+    return json.dumps({"topics": topics, "validate_only": validate_only}).encode()
 
 
 def _raft_junk(port: int, mib: int) -> tuple[float, int, str]:
@@ -233,6 +249,9 @@ def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: 
             return _post(url, path, hostile_token, args.hostile_body)
         if name == "admin-8mb":
             return _post(url, path, cluster.admin_token, args.hostile_body)
+        if name.startswith("admin-largest-"):
+            return _post(url, path, cluster.admin_token,
+                         _largest_body(name == "admin-largest-validate"))
         if name.startswith("raft-junk-"):
             mib = int(name.removeprefix("raft-junk-").removesuffix("mib"))
             return _raft_junk(cluster.nodes[leader].raft_port, mib)
@@ -334,6 +353,8 @@ def main() -> int:
                 args.hostile_body = _hostile_body()
                 args.body_mb = len(args.hostile_body) / 1e6
                 _create_topics(cluster, [f"hostile-{t}" for t in range(HOSTILE_TOPICS)], 1, 3)
+            if any(a.startswith("admin-largest-") for a in attacks):
+                _create_topics(cluster, [f"largest-{t}" for t in range(LARGEST_TOPICS)], 1, 3)
             if "produce-flood" in attacks:
                 _create_topics(cluster, ["flood"], FLOOD_PARTITIONS, 3)
                 args.flood_leaders = _flood_leaders(cluster, cluster.admin_token)
