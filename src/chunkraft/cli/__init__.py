@@ -2,7 +2,9 @@
 
 A subcommand module exposes ``register(commands)``, which adds its parser to ``commands`` (an
 argparse subparsers object) and sets ``handler`` (``Namespace -> exit status``) as a default;
-:mod:`.main` lists the ``register`` functions.
+:mod:`.main` lists the ``register`` functions. Shared by the tools: :mod:`.output` (arguments,
+Kafka's error line), :mod:`.errors` (the exceptions that become that line) and
+:mod:`.input_files` (every file a command reads, bounded: no file gives a traceback).
 """
 
 from __future__ import annotations

@@ -211,6 +211,8 @@ def _planned(args: argparse.Namespace) -> list[dict[str, str]]:
         for resource_type, name in _resources(args):
             refused = [op for op in operations if op not in OPERATIONS_OF[resource_type]]
             if refused:
+                # kafka-acls' own rule (the controller stores any operation, as Kafka's
+                # does): a tool error without a Kafka error name, worded as AclCommand's
                 raise ToolError(
                     f"ResourceType {resource_type} only supports operations "
                     + ",".join(OPERATIONS_OF[resource_type]) + f" (not {','.join(refused)})")
