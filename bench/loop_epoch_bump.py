@@ -31,7 +31,7 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.brokers import broker_cluster, wait_until  # noqa: E402
+from tests.support.brokers import broker_cluster, wait_until
 
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": "3000",
                          "broker.heartbeat.interval.ms": "500"}
