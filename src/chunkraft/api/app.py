@@ -14,6 +14,7 @@ from chunkraft.api import controller_routes, quorum, stream, v3
 from chunkraft.api.authentication import install_authentication
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import install_error_handlers
+from chunkraft.api.limits import install_header_limits
 from chunkraft.api.metrics import install_metrics
 from chunkraft.api.readiness import READY_MAX_LAG_ENTRIES, Readiness, assess_readiness
 from chunkraft.controller.heap_freezer import run_heap_freezer
@@ -62,6 +63,7 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     install_error_handlers(app)
     # Middleware runs outermost-last-added: metrics see every answer, 401s included.
     install_authentication(app)
+    install_header_limits(app)  # outside authentication: headers are bounded before it reads them
     install_metrics(app)
     app.include_router(v3.router)
     app.include_router(controller_routes.router)

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Request, Response
+from fastapi import FastAPI, Request, Response
 
 from chunkraft.api.errors import error_response
 from chunkraft.error_codes import Errors
@@ -46,6 +46,7 @@ __all__ = [
     "RequestCounts",
     "RequestLimits",
     "count_problem",
+    "install_header_limits",
     "limits_of",
     "read_bounded_body",
 ]
@@ -229,3 +230,12 @@ def count_problem(counts: RequestCounts, limits: RequestLimits) -> tuple[Errors,
                 "(request.max.assignment.replicas); split it")
     return None
 
+
+
+def install_header_limits(app: FastAPI) -> None:
+    """Adds :class:`HeaderLimitsMiddleware` with ``app.state.context.limits`` (the defaults
+    without a context). Install it after authentication, so that it runs before it."""
+    context = getattr(app.state, "context", None)
+    limits = getattr(context, "limits", None)
+    app.add_middleware(HeaderLimitsMiddleware,
+                       limits=limits if isinstance(limits, RequestLimits) else RequestLimits())

@@ -18,6 +18,7 @@ from chunkraft.api import http_guard
 from chunkraft.api.app import create_app
 from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.api.context import ControllerContext
+from chunkraft.api.limits import limits_of
 from chunkraft.api.tls import TlsSettings, client_ssl_context
 from chunkraft.controller.config import ControllerConfig, check_authentication
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
@@ -129,6 +130,7 @@ def run_controller(config: ControllerConfig) -> int:
             forwarding_key=authenticator.forwarding_key,
             ssl_context=ssl_context,
             forward_timeout=config.request_timeout_ms / 1000,
+            limits=limits_of(config),
         )
         app = create_app(context, freeze_heap=True)
         listener = config.listeners

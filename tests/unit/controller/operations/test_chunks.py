@@ -7,6 +7,7 @@ import pytest
 
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations.chunks import (
+    MAX_CHUNK_OFFSET,
     alter_chunk_assignments,
     chunk_replica_state,
     create_chunks,
@@ -224,6 +225,28 @@ def test_cut_refusals_that_depend_on_the_image() -> None:
     ghost = create_chunks(_base(), _cut_request(_cut(), topic="ghost"))
     assert _cut_outcomes(ghost) == [(0, Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                      "Topic 'ghost' does not exist.")]
+
+
+@pytest.mark.parametrize("offsets", [
+    {"stop": 2**63 - 2, "end": 2**63 - 2},  # start 2^63 - 1: no batch could be appended
+    {"stop": MAX_CHUNK_OFFSET, "end": MAX_CHUNK_OFFSET},  # start one past the last that fits
+    {"stop": 149, "end": MAX_CHUNK_OFFSET + 1},
+])
+def test_offsets_past_what_a_log_can_append_at_are_invalid_request(offsets: dict[str, int]
+                                                                   ) -> None:
+    result = create_chunks(_base(), _cut_request(_cut(stop=offsets["stop"], end=offsets["end"])))
+    [(index, error, message)] = _cut_outcomes(result)
+    assert (index, error) == (0, Errors.INVALID_REQUEST)
+    assert message is not None and f"past {MAX_CHUNK_OFFSET}" in message
+    assert result.records == ()
+
+
+def test_the_last_offset_a_log_can_append_at_may_start_a_chunk() -> None:
+    assert MAX_CHUNK_OFFSET + (2**31 - 1) + 1 == 2**63 - 1  # a full batch there still fits
+    result = create_chunks(_base(), _cut_request(_cut(stop=MAX_CHUNK_OFFSET - 1,
+                                                      end=MAX_CHUNK_OFFSET)))
+    assert _cut_outcomes(result) == [(0, Errors.NONE, None)]
+    assert partition_of(commit_valid(_base(), result), 0).start_offset == MAX_CHUNK_OFFSET
 
 
 def test_a_partition_named_twice_is_refused_each_time() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import uuid
 from typing import Any
 
@@ -258,3 +259,25 @@ def test_two_topics_expanded_together_each_bump_only_their_own_partitions() -> N
     assert [partition_of(after, i).leader_epoch for i in range(4)] == [6, 3, 1, 0]
     assert [(p.partition_id, p.leader_epoch)
             for p in partition_of(after, 3).prior_partition_epochs] == [(0, 5), (1, 2), (2, 0)]
+
+
+def test_the_record_budget_is_checked_before_any_assignment_is_looked_at(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An expansion too large to write is refused from its counts alone: a request of many
+    assignments costs nothing per assignment (issue 15: 300 x 1,000 took seconds)."""
+    # The package re-exports the function under the module's name: fetch the module itself.
+    module = importlib.import_module("chunkraft.controller.operations.create_partitions")
+    checked: list[object] = []
+
+    def counting(image: MetadataImage, replicas: object, subject: str) -> None:
+        checked.append(replicas)
+
+    monkeypatch.setattr(module, "validate_manual_assignment", counting)
+    image = _orders_with_epochs()
+    additional = MAX_RECORDS_PER_USER_OP
+    result = _expand(image, {"name": "orders", "count": 3 + additional,
+                             "assignments": [{"broker_ids": [9, 9]}] * additional})
+    [(error, message)] = _outcomes(result).values()
+    assert error is Errors.POLICY_VIOLATION and message is not None
+    assert "10003 records" in message
+    assert checked == []
