@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 
-from chunkraft.api.v3.broker_cut import broker_url
 from chunkraft.broker_agent.coordinator.marker_hooks import markers_written
 from chunkraft.broker_agent.coordinator.transaction_log import TopicPartition
+from chunkraft.broker_agent.peer_client import broker_url
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (

@@ -19,12 +19,12 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.authentication import principal_of
-from chunkraft.api.v3.broker_cut import broker_url
 from chunkraft.broker_agent.coordinator.internal_topics import topic_for_key_type
 from chunkraft.broker_agent.coordinator.transactions import (
     TransactionCoordinator,
     transaction_coordinator_of,
 )
+from chunkraft.broker_agent.peer_client import broker_url
 from chunkraft.broker_agent.server.access import transactional_id_allowed
 from chunkraft.broker_agent.server.http import json_answer, parse_body, post_docs
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
