@@ -107,6 +107,11 @@ so the rest is read on the next tick and no connection keeps the Raft thread to 
 SWEEP_PERIOD = 0.1
 """How often (seconds, on the Raft tick) connections are checked against their deadlines."""
 
+STALL = 1.0
+"""A gap this long between sweeps means the Raft thread itself was held up (a dump load, a
+long apply): the first sweep after it only resets the clock, so that connections whose bytes
+arrived during the stall are read (this tick's poll) before their deadlines are judged."""
+
 _ACCEPTS_PER_EVENT = 32
 _LISTEN_BACKLOG = 128
 _LOG_EVERY = 10.0
@@ -154,6 +159,7 @@ class TransportGuard:
         self._logged_at: dict[str, float] = {}
         self._unlogged: dict[str, int] = {}
         self._next_sweep = 0.0
+        self._last_sweep: float | None = None
 
     def closed_counts(self) -> Mapping[str, int]:
         """Connections this guard closed, by reason (``oversize``, ``undecryptable``,
@@ -205,6 +211,9 @@ class TransportGuard:
         if now < self._next_sweep:
             return
         self._next_sweep = now + SWEEP_PERIOD
+        last, self._last_sweep = self._last_sweep, now
+        if last is not None and now - last > STALL:
+            return
         for conn in list(self._live):
             conn.check_deadlines(now)
 
@@ -286,7 +295,8 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
                 return
             if len(chunk) < size:
                 break  # drained for now: the level-triggered poll says when there is more
-        self._TcpConnection__lastReadTime = self.guard.clock()
+        # pysyncobj's own idle timeout compares this with its clock (time.monotonic), not ours.
+        self._TcpConnection__lastReadTime = time.monotonic()
 
     def _TcpConnection__processParseMessage(self) -> Any:
         inbox = self._inbox

@@ -22,6 +22,8 @@ from pysyncobj.tcp_connection import CONNECTION_STATE
 
 from chunkraft.controller.raft.transport_guard import (
     LARGEST_LEGITIMATE_MESSAGE_BYTES,
+    STALL,
+    SWEEP_PERIOD,
     UNAUTHENTICATED_MAX_MESSAGE_BYTES,
     GuardedTcpConnection,
     TransportGuard,
@@ -82,6 +84,14 @@ class Server:
             self.guard.sweep()
             if time.monotonic() >= deadline:
                 break
+
+    def advance(self, clock: Clock, seconds: float) -> None:
+        """Moves ``clock`` by ``seconds`` in steps of a sweep period, polling at each step
+        (steps, not one jump: a jump of more than STALL reads as a stalled Raft thread)."""
+        for _ in range(round(seconds / SWEEP_PERIOD)):
+            clock.now += SWEEP_PERIOD
+            self.poller.poll(0)
+            self.guard.sweep()
 
     def pump_until(self, condition: Callable[[], bool], seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -289,13 +299,10 @@ def test_idle_and_dribbling_connections_are_closed_at_their_deadline() -> None:
         assert server.pump_until(lambda: len(server.accepted) == 2, 2.0)
         for step in range(4):  # one byte per "second": alive, but never done
             dribbler.send(message[step:step + 1])
-            clock.now += 1.0
             server.pump(0.02)
+            server.advance(clock, 1.0)
         assert len(server.open()) == 2 and server.guard.closed_counts() == {}
-        clock.now += 1.5
-        server.pump(0.25)  # a sweep is due every 0.1 s of the (fake) clock: move it
-        clock.now += 0.2
-        server.pump(0.05)
+        server.advance(clock, 1.2)
         assert server.guard.closed_counts() == {"handshake_timeout": 2}
         assert server.open() == []
         # An authenticated connection that stops halfway through a message.
@@ -306,14 +313,33 @@ def test_idle_and_dribbling_connections_are_closed_at_their_deadline() -> None:
         assert len(partial) == 500
         peer.sendall(partial)
         server.pump(0.05)
-        clock.now += 29.0
-        server.pump(0.05)
+        server.advance(clock, 29.0)
         assert len(server.open()) == 1
-        clock.now += 1.5
-        server.pump(0.05)
+        server.advance(clock, 1.2)
         assert server.guard.closed_counts()["message_timeout"] == 1
         assert server.open() == []
         for sock in (idle, dribbler, peer):
             sock.close()
     finally:
         server.close()
+
+
+def test_a_stalled_raft_thread_reads_what_arrived_before_judging_deadlines() -> None:
+    clock = Clock()
+    server = Server(TransportLimits(handshake_timeout=5.0), clock)
+    try:
+        peer = client(server.port)
+        assert server.pump_until(lambda: len(server.accepted) == 1, 2.0)
+        server.advance(clock, 1.0)
+        # The Raft thread is held up for 10 s (no polls, no sweeps); the peer's handshake
+        # arrives meanwhile and waits in the socket.
+        peer.sendall(frame(os.urandom(32)) + frame("127.0.0.1:1", KEY))
+        clock.now += 10.0
+        assert STALL < 10.0
+        server.pump(0.05)  # the first sweep after the stall judges nothing; the poll reads
+        assert server.accepted[0].is_authenticated
+        assert server.guard.closed_counts() == {}
+        peer.close()
+    finally:
+        server.close()
+
