@@ -17,15 +17,20 @@ import statistics
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.api.readiness import assess_readiness
+from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.deploy.local_cluster import LocalCluster, free_ports
 from tests.support.cluster_client import admin_client, new_key, wait_leader
+from tests.support.raft import batch, topic_record, wait_until
 
 BROKERS = (1, 2, 3)
 IDLE_CONNECTIONS = 200
@@ -193,3 +198,38 @@ def _closed(sock: socket.socket) -> bool:
         return False
     except OSError:
         return True
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # pysyncobj leaves files to the GC
+def test_a_raft_node_whose_tick_thread_is_held_reports_it(tmp_path: Path) -> None:
+    # One voter in this process; an apply listener (run by the Raft thread) holds the thread
+    # for 1.5 s, as a long apply or a flood before the guard did.
+    node = RaftNode(RaftSettings(node_id=1, voters={1: f"127.0.0.1:{free_ports(1)[0]}"},
+                                 data_dir=tmp_path, password="guard", cluster_id=uuid.uuid4()))
+    try:
+        wait_until(node.is_leader, 15.0, "the single voter never led")
+        wait_until(lambda: assess_readiness(node.status()).ready, 5.0, "never ready")
+        held = threading.Event()
+
+        def hold() -> None:
+            if not held.is_set():
+                held.set()
+                time.sleep(1.5)
+
+        node.add_apply_listener(hold)
+        node.propose([batch([topic_record(1)])])
+        wait_until(held.is_set, 5.0, "the entry was never applied")
+        time.sleep(0.8)  # more than the election timeout (0.5 s) into the hold
+        status = node.status()
+        assert status.state == "leader" and status.has_quorum  # what it said before the guard
+        assert status.raft_thread_stalled and status.tick_lag_seconds is not None
+        assert status.tick_lag_seconds > status.tick_lag_limit_seconds == 0.5  # type: ignore[operator]
+        readiness = assess_readiness(status)
+        assert not readiness.ready
+        assert readiness.reason is not None and "has not ticked" in readiness.reason
+        wait_until(lambda: assess_readiness(node.status()).ready, 5.0,
+                   "not ready again after the hold")
+        assert node.status().tick_lag_seconds < 0.5  # type: ignore[operator]
+    finally:
+        node.close()
+
