@@ -20,7 +20,12 @@ This module is the façade; the work is in one module per seam, which it imports
 
 Background work (ISR checks, retention, flushes, HW checkpoints) runs as tasks of the broker's
 main event loop, which also serves the data plane; heartbeats do not run there (see
-``lifecycle_thread``). Not thread-safe, and it needs no locks.
+``lifecycle_thread``). The high-watermark checkpoints' file I/O (two fsyncs per changed log,
+every ``replica.high.watermark.checkpoint.interval.ms``) runs on one disk worker thread; see
+:meth:`ReplicaManager.checkpoint_high_watermarks_off_loop` for why that is safe. Flushes stay on
+the loop: they write index entries that appends change (a worker would need a lock on every
+append), and by default they never run (``log.flush.interval.*`` unset: replication, not fsync,
+keeps acknowledged data, as in Kafka). Not thread-safe otherwise, and it needs no locks.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
@@ -58,7 +65,7 @@ from chunkraft.protocol.data_plane import (
 )
 
 if TYPE_CHECKING:
-    from chunkraft.broker_agent.storage import LogManager
+    from chunkraft.broker_agent.storage import LogManager, UnifiedLog
 
 __all__ = ["ReplicaManager"]
 
@@ -111,6 +118,7 @@ class ReplicaManager:
                                   self.isr, self.chunks)
         self._reconciled = False
         self._background: list[asyncio.Task[None]] = []
+        self._disk: ThreadPoolExecutor | None = None  # the disk worker, from start() to stop()
 
     @property
     def image(self) -> MetadataImage:
@@ -234,6 +242,8 @@ class ReplicaManager:
         """Starts the periodic work: ISR checks, retention, flushes, HW checkpoints."""
         self.reports.stopped = False
         loop = asyncio.get_running_loop()
+        self._disk = ThreadPoolExecutor(max_workers=1,
+                                        thread_name_prefix=f"broker-{self.node_id}-disk")
         isr_every = max(self.config.replica_lag_time_max_ms / 2, 10) / 1000
         self._background = [
             loop.create_task(_every(isr_every, self.check_isr, "ISR check")),
@@ -241,8 +251,9 @@ class ReplicaManager:
                                     self.run_retention, "retention")),
             loop.create_task(_every(self.config.flush_check_interval_ms / 1000,
                                     self._flush, "flush")),
-            loop.create_task(_every(self.config.hw_checkpoint_interval_ms / 1000,
-                                    self.checkpoint_high_watermarks, "HW checkpoint")),
+            loop.create_task(_every_async(self.config.hw_checkpoint_interval_ms / 1000,
+                                          self.checkpoint_high_watermarks_off_loop,
+                                          "HW checkpoint")),
         ]
 
     async def stop(self) -> None:
@@ -269,13 +280,68 @@ class ReplicaManager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._background = []
+        disk, self._disk = self._disk, None
+        if disk is not None:
+            # A checkpoint the cancelled task handed over still runs: wait for it, so the one
+            # below (and the logs' close after) are the only writers of those files.
+            await asyncio.to_thread(disk.shutdown, True)
         self.checkpoint_high_watermarks()
 
     def checkpoint_high_watermarks(self) -> None:
+        """Writes every changed high watermark now, on the calling thread (the loop)."""
         for partition in list(self.partitions.values()):
             if not partition.closed:
                 for log_ in partition.all_logs():
                     log_.checkpoint_high_watermark()
+
+    async def checkpoint_high_watermarks_off_loop(self) -> None:
+        """Writes every changed high watermark on the disk worker thread.
+
+        Why this is safe while the loop goes on appending, deleting and recreating logs:
+
+        - the values are read on the loop (``high_watermark_checkpoint_due``); the worker only
+          writes files and touches no log state; the loop records what was written afterwards;
+        - one worker thread, and :meth:`stop` waits for it before the last checkpoint and the
+          logs' close, so each checkpoint file has one writer at a time;
+        - each directory is opened on the loop, with the value, and the worker writes relative
+          to that descriptor: a log deleted meanwhile was renamed before removal, so the file
+          goes to the doomed directory (or fails), never into a new log created at the same
+          path (a topic recreated under the same name); a doomed directory the write kept from
+          being removed is removed at the next start (``LogManager.load_all``);
+        - a HW read a moment ago may be older than the current one: a checkpoint may always lag
+          (the next one catches up), and it never runs ahead of the HW it was read from.
+
+        Without a worker (not started) it writes on the loop, as :meth:`checkpoint_high_watermarks`.
+        """
+        disk = self._disk
+        if disk is None:
+            self.checkpoint_high_watermarks()
+            return
+        due: list[tuple[UnifiedLog, int, int]] = []
+        try:
+            for partition in list(self.partitions.values()):
+                if partition.closed:
+                    continue
+                for log_ in partition.all_logs():
+                    value = log_.high_watermark_checkpoint_due()
+                    if value is None:
+                        continue
+                    try:
+                        dir_fd = os.open(log_.dir, os.O_RDONLY | os.O_DIRECTORY)
+                    except OSError as error:
+                        log.warning("HW checkpoint of %s: %s", partition.label, error)
+                        continue
+                    due.append((log_, dir_fd, value))
+        except BaseException:
+            for _, dir_fd, _ in due:
+                os.close(dir_fd)
+            raise
+        if not due:
+            return
+        job = asyncio.get_running_loop().run_in_executor(disk, _write_checkpoints, due)
+        # Shielded: a cancelled caller (stop) leaves the worker to finish what it was given.
+        for log_, value in await asyncio.shield(job):
+            log_.high_watermark_checkpointed(value)
 
     def _flush(self) -> None:
         self._maybe_reconcile()
@@ -296,6 +362,34 @@ def _each(what: str, items: Iterable[tuple[K, V]], action: Callable[[K, V], None
             action(key, value)
         except Exception:
             log.exception("%s %s failed", what, key)
+
+
+def _write_checkpoints(due: list[tuple[UnifiedLog, int, int]]) -> list[tuple[UnifiedLog, int]]:
+    """On the disk worker: writes each (log, directory, HW); closes every directory; returns
+    what was written. A failure (the directory deleted meanwhile, a disk error) is one log
+    line: the next round tries again if the log still exists."""
+    written: list[tuple[UnifiedLog, int]] = []
+    for log_, dir_fd, value in due:
+        try:
+            log_.write_high_watermark_at(dir_fd, value)
+            written.append((log_, value))
+        except OSError as error:
+            log.warning("HW checkpoint in %s failed: %s", log_.dir, error)
+        finally:
+            os.close(dir_fd)
+    return written
+
+
+async def _every_async(period_s: float, action: Callable[[], Awaitable[None]],
+                       name: str) -> None:
+    while True:
+        await asyncio.sleep(period_s)
+        try:
+            await action()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s failed", name)
 
 
 async def _every(period_s: float, action: Callable[[], None], name: str) -> None:

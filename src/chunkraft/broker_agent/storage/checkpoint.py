@@ -2,8 +2,12 @@
 
 A checkpoint is replaced as a whole: the new text goes to ``<name>.tmp``, is fsynced, renamed over
 the old file and the directory is fsynced, so after a crash a reader sees either the old or the new
-content, never a mix. Functions here are not thread-safe per path (the broker runs them on its one
-event loop).
+content, never a mix. Functions here are not thread-safe per path: two writers of one file may
+interleave their ``.tmp``; the broker has one writer per file at a time (its main event loop, or
+its one disk worker thread, which the loop waits for before writing itself; see
+``ReplicaManager``). :func:`write_atomic_at` writes relative to an open directory, so a worker
+thread never writes into a directory that replaced the one it was given (a log deleted and
+recreated under the same name meanwhile).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ __all__ = [
     "read_offset",
     "read_text",
     "write_atomic",
+    "write_atomic_at",
     "write_offset",
 ]
 
@@ -51,6 +56,26 @@ def read_text(path: Path) -> str | None:
         return path.read_text()
     except FileNotFoundError:
         return None
+
+
+def write_atomic_at(dir_fd: int, name: str, text: str) -> None:
+    """:func:`write_atomic` of ``name`` inside the directory open as ``dir_fd``.
+
+    Every step is relative to the descriptor, so the file lands in that directory even if it
+    was renamed meanwhile (a log being deleted is renamed first, then removed), never in a new
+    directory created at the old path. OSError if the directory is gone."""
+    tmp = name + ".tmp"
+    data = text.encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    os.fsync(dir_fd)
 
 
 def write_offset(path: Path, offset: int) -> None:

@@ -32,6 +32,7 @@ from chunkraft.broker_agent.storage.checkpoint import (
     read_offset,
     read_text,
     write_atomic,
+    write_atomic_at,
     write_offset,
 )
 from chunkraft.broker_agent.storage.config import (
@@ -349,6 +350,28 @@ class UnifiedLog:
         if self.high_watermark != self._hw_checkpointed:
             write_offset(self.dir / HIGH_WATERMARK_CHECKPOINT, self.high_watermark)
             self._hw_checkpointed = self.high_watermark
+
+    def high_watermark_checkpoint_due(self) -> int | None:
+        """The high watermark to persist, or None when the checkpoint holds it (or the log is
+        closed). With :meth:`write_high_watermark_at` and
+        :meth:`high_watermark_checkpointed`, the checkpoint of
+        :meth:`checkpoint_high_watermark` in three steps, so the file I/O can run off the event
+        loop: the value is read on the loop, written anywhere, and recorded on the loop."""
+        if self._closed or self.high_watermark == self._hw_checkpointed:
+            return None
+        return self.high_watermark
+
+    @staticmethod
+    def write_high_watermark_at(dir_fd: int, value: int) -> None:
+        """Writes a high-watermark checkpoint of ``value`` into the log directory open as
+        ``dir_fd``; touches no state of the log, so any thread may call it (one at a time per
+        directory)."""
+        write_atomic_at(dir_fd, HIGH_WATERMARK_CHECKPOINT, f"{value}\n")
+
+    def high_watermark_checkpointed(self, value: int) -> None:
+        """Records that the checkpoint now holds ``value`` (call on the log's thread)."""
+        if not self._closed:
+            self._hw_checkpointed = value
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that ``leader_epoch`` starts at ``start_offset`` (a new leader calls this)."""
