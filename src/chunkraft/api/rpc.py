@@ -270,7 +270,9 @@ def add_read_route(
 def _responses(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
     return {200: {"model": model, "description": "The operation's response (per-item errors "
                   "inside)."},
-            "4XX": {"model": ErrorBody, "description": "The whole request failed."},
+            "4XX": {"model": ErrorBody, "description": "The whole request failed (400 "
+                    "malformed or over the request limits, 401, 403, 413 body too large, 415 "
+                    "not application/json, 431 headers too large)."},
             "5XX": {"model": ErrorBody, "description": "No leader, or a timeout; retry."}}
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
@@ -32,6 +32,7 @@ __all__ = [
     "ERROR_RESPONSES",
     "Links",
     "NoBody",
+    "QueryBool",
     "at_offset",
     "body_schema",
     "check_cluster",
@@ -51,6 +52,17 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 
+def _query_boolean(value: object) -> object:
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError(f"must be true or false, not {value[:20]!r}")
+    return value
+
+
+QueryBool = Annotated[bool, BeforeValidator(_query_boolean)]
+"""A boolean query parameter: ``true`` or ``false`` only (FastAPI alone would take ``1``,
+``yes`` or ``on``; booleans are booleans on every route)."""
+
+
 class NoBody(BaseModel):
     """A DELETE takes no body (an empty JSON object is accepted)."""
 
@@ -59,7 +71,8 @@ class NoBody(BaseModel):
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": ErrorBody, "description": "The whole request failed (400 malformed, 401, "
-            "403, 404 unknown resource or cluster, 409, 413 body too large)."},
+            "403, 404 unknown resource or cluster, 409, 413 body too large, 415 body not "
+            "application/json, 431 headers too large)."},
     "5XX": {"model": ErrorBody, "description": "No leader, or this node has not applied "
             "min_offset in time (503); retry."},
 }

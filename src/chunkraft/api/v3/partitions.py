@@ -16,6 +16,7 @@ from chunkraft.api.errors import error_response
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
+    QueryBool,
     at_offset,
     json_answer,
 )
@@ -61,7 +62,7 @@ async def _partition(request: Request, cluster_id: str, topic_name: str, partiti
             response_model=None,
             responses={200: {"model": KafkaPartitionList}, **ERROR_RESPONSES})
 async def list_partitions(request: Request, cluster_id: str, topic_name: str,
-                          include_chunks: bool = False, min_offset: int = -1,
+                          include_chunks: QueryBool = False, min_offset: int = -1,
                           wait_ms: int = 5000, page_size: int = DEFAULT_PAGE_SIZE,
                           page_token: str | None = None) -> Response:
     found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
@@ -84,7 +85,7 @@ async def list_partitions(request: Request, cluster_id: str, topic_name: str,
 @router.get(_TOPIC + "/partitions/{partition_id}", summary="One partition",
             response_model=None, responses={200: {"model": KafkaPartition}, **ERROR_RESPONSES})
 async def get_partition(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                        include_chunks: bool = False, min_offset: int = -1,
+                        include_chunks: QueryBool = False, min_offset: int = -1,
                         wait_ms: int = 5000) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)

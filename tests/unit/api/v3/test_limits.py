@@ -5,6 +5,7 @@ booleans, batches over the assignment limits answered per item without validatin
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -144,15 +145,35 @@ def test_the_unauthorized_heavy_request_costs_no_validation(tmp_path: Path) -> N
     of them. It is refused per topic from the counts and the ACLs alone."""
 
     async def scenario(node: Node, admin: V3, alice: dict[str, Any]) -> None:
-        body = {"validate_only": True, "topics": [
+        body = json.dumps({"validate_only": True, "topics": [
             {"topic_name": f"t{i}", "partitions_count": 1001, "assignments": [[1, 2, 3]] * 1000}
-            for i in range(100)]}
-        started = time.perf_counter()
-        answer = await admin.ok("POST", CP, CreatePartitionsResultList, body, **alice)
-        elapsed = time.perf_counter() - started
-        assert names(answer) == ["TOPIC_AUTHORIZATION_FAILED"] * 100
-        answer = await admin.ok("POST", CP, CreatePartitionsResultList, body)
-        assert names(answer) == ["POLICY_VIOLATION"] * 100
-        assert elapsed < 1.0, elapsed
+            for i in range(100)]}, separators=(",", ":")).encode()
+        headers = {**alice["headers"], "content-type": "application/json"}
+        # CPU time of this thread (the app runs on it): what the request cost, however busy
+        # the machine is.
+        started = time.thread_time()
+        answer = await admin.call("POST", CP, content=body, headers=headers)
+        cost = time.thread_time() - started
+        assert answer.status_code == 200, answer.text[:300]
+        assert [item["error_name"] for item in answer.json()["data"]] == [
+            "TOPIC_AUTHORIZATION_FAILED"] * 100
+        answer = await admin.call("POST", CP, content=body,
+                                  headers={"content-type": "application/json"})
+        assert [item["error_name"] for item in answer.json()["data"]] == [
+            "POLICY_VIOLATION"] * 100
+        assert cost < 0.5, cost
 
     run(tmp_path, scenario, limits=RequestLimits())
+
+
+@pytest.mark.parametrize(("value", "status"), [("true", 200), ("false", 200), ("1", 400),
+                                               ("yes", 400), ("on", 400), ("True", 400)])
+def test_a_boolean_query_parameter_is_true_or_false(tmp_path: Path, value: str,
+                                                    status: int) -> None:
+    async def scenario(node: Node, admin: V3, alice: dict[str, Any]) -> None:
+        answer = await admin.call("GET", f"/topics/orders/partitions?include_chunks={value}")
+        assert answer.status_code == status, answer.text
+        answer = await admin.call("GET", f"/topics/orders/partitions/0?include_chunks={value}")
+        assert answer.status_code == status, answer.text
+
+    run(tmp_path, scenario)
