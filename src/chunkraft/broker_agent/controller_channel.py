@@ -52,6 +52,7 @@ class ControllerChannel:
         self.client = httpx.AsyncClient(timeout=timeout, headers=self.headers, verify=verify,
                                         limits=limits, transport=transport)
         self._preferred = 0
+        self._followers: list[ControllerChannel] = []
         self.last_offset = -1
         """The ``X-Metadata-Offset`` of the last successful answer."""
         self.calls = 0
@@ -67,6 +68,15 @@ class ControllerChannel:
         metadata follower names the leader, which saves followers a forwarding hop."""
         if url in self.urls:
             self._preferred = self.urls.index(url)
+        for other in self._followers:
+            other.prefer(url)
+
+    def share_preference(self, other: ControllerChannel) -> None:
+        """From now on :meth:`prefer` also points ``other`` at that controller: the heartbeat
+        channel (on its own thread) follows the leader the metadata follower found. Safe across
+        threads: the preference is one int store, and a race only changes which controller a
+        call tries first."""
+        self._followers.append(other)
 
     def rotate(self) -> str:
         """Moves to the next controller URL and returns it."""

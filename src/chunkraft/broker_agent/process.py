@@ -160,6 +160,7 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
         config.controller_quorum_bootstrap_servers, token=token,
         timeout=min(10.0, config.request_timeout_ms / 1000, max(3.0, 2 * heartbeat_interval)),
         retry_for=config.request_timeout_ms / 1000, verify=verify)
+    channel.share_preference(heartbeat_channel)  # heartbeats go to the leader first too
     lifecycle = LifecycleThread(BrokerLifecycle(
         heartbeat_channel, node_id=config.node_id, host=advertised.host, port=advertised.port,
         scheme=advertised.scheme, rack=config.broker_rack, cluster_id=cluster_id_text,

@@ -127,3 +127,13 @@ def test_prefer_moves_the_next_call_to_a_known_url() -> None:
 
     run(scenario())
     assert hosts == ["c3", "c3"]
+
+
+def test_a_shared_preference_points_the_other_channel_at_the_same_controller() -> None:
+    main = ControllerChannel(["http://c1", "http://c2", "http://c3"])
+    heartbeats = ControllerChannel(["http://c1", "http://c2", "http://c3"])
+    main.share_preference(heartbeats)
+    main.prefer("http://c3")
+    assert heartbeats.preferred_url == "http://c3"
+    main.prefer("http://elsewhere")  # not one of the URLs: ignored by both
+    assert (main.preferred_url, heartbeats.preferred_url) == ("http://c3", "http://c3")
