@@ -80,6 +80,14 @@ def format_status(status: dict[str, Any]) -> str:
         ("CurrentVoters", "[" + ",".join(str(v["node_id"]) for v in status["voters"]) + "]"),
         ("CurrentObservers", "[]"),
     ]
+    # chunkraft's own lines, after Kafka's: whether this node takes traffic, and how long ago
+    # its Raft thread last ticked (a stalled thread is not ready; docs/controller.md).
+    if "ready" in status:
+        reason = status.get("not_ready_reason")
+        rows.append(("Ready", "true" if status["ready"] else f"false ({reason})"))
+    lag = status.get("tick_lag_seconds")
+    if isinstance(lag, int | float):
+        rows.append(("RaftTickLagMs", round(lag * 1000)))
     return "\n".join(f"{name + ':':<22}{value}" for name, value in rows)
 
 

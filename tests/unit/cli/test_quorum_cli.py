@@ -60,6 +60,20 @@ def test_format_status_reads_like_kafka_metadata_quorum() -> None:
     ]
 
 
+def test_format_status_adds_readiness_and_the_raft_tick_lag_after_kafkas_lines() -> None:
+    ready = {**STATUS, "ready": True, "not_ready_reason": None, "tick_lag_seconds": 0.0123}
+    assert format_status(ready).splitlines()[-2:] == [
+        "Ready:                true",
+        "RaftTickLagMs:        12",
+    ]
+    stalled = {**ready, "ready": False, "tick_lag_seconds": 3.5,
+               "not_ready_reason": "the Raft thread has not ticked for 3.5 s"}
+    assert format_status(stalled).splitlines()[-2:] == [
+        "Ready:                false (the Raft thread has not ticked for 3.5 s)",
+        "RaftTickLagMs:        3500",
+    ]
+
+
 def test_format_status_without_follower_progress_says_unknown() -> None:
     alone = {**STATUS, "voters": [STATUS["voters"][0], STATUS["voters"][2]]}
     lines = format_status(alone).splitlines()
