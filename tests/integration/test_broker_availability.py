@@ -265,9 +265,11 @@ def test_offsets_at_the_end_of_the_log_are_kafka_errors_never_a_500(brokers: Loc
         assert codes[-1] == 0, codes
         codes.append(answer(_widest_batch()))
         if codes[-1] != 0:  # a broker that checks every record refuses the lying count
+            print(f"\nend of the offsets: cut at {start}, produce answers {codes}")
             assert codes[-1] == Errors.CORRUPT_MESSAGE.code, codes
             return
     codes.append(answer(one))
+    print(f"\nend of the offsets: cut at {start}, produce answers {codes}")
     assert codes[-1] == Errors.OFFSET_OUT_OF_RANGE.code, codes
     status = brokers.broker_status(leader)
     assert status is not None  # the broker still serves
