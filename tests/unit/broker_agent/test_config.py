@@ -108,4 +108,5 @@ def test_chunkraft_broker_exits_2_on_a_configuration_error(
     assert status == 2
     assert "error: node.id (command line)" in capsys.readouterr().err
     assert main(["broker", "--config", str(tmp_path / "missing.properties")]) == 2
-    assert "cannot read config file" in capsys.readouterr().err
+    missing = tmp_path / "missing.properties"
+    assert capsys.readouterr().err == f"error: config file {missing} does not exist\n"
