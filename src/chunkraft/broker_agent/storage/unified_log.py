@@ -90,6 +90,9 @@ _LENGTH = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - BATCH_OVERHEAD
+_MIN_RECORD_BYTES = 7
+"""The smallest record a v2 batch can hold: a length, attributes, timestamp delta, offset delta,
+key length, value length and header count, one byte each at the least."""
 
 _Batch = tuple[int, int, int, int]  # base offset, last offset, max timestamp, size
 
@@ -527,6 +530,14 @@ class UnifiedLog:
                     Errors.INVALID_RECORD,
                     f"record count {header.record_count} does not match last offset delta "
                     f"{header.last_offset_delta}",
+                )
+            if header.record_count * _MIN_RECORD_BYTES > size - BATCH_HEADER_SIZE:
+                # A header may claim up to 2^31 - 1 records; the records section says how
+                # many it can hold. Without this check, one small batch takes 2^31 offsets.
+                raise ApiException(
+                    Errors.INVALID_RECORD,
+                    f"a batch of {size} bytes cannot hold the {header.record_count} records "
+                    f"its header claims",
                 )
             staging.check_duplicate(header)
             last = offset + header.last_offset_delta

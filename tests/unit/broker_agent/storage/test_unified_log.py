@@ -1,7 +1,9 @@
+import struct
 import uuid
 from pathlib import Path
 
 import pytest
+from crc32c import crc32c
 
 from chunkraft.broker_agent.storage import (
     AbortedTransaction,
@@ -120,6 +122,21 @@ def test_leader_rejects_bad_batches(tmp_path: Path) -> None:
             log.append_as_leader(data, 0)
         assert e.value.error is error
     assert log.log_end_offset == 0
+
+
+def test_a_batch_claiming_more_records_than_its_bytes_hold_is_refused(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    lying = bytearray(build_batch([(b"k", b"v", 1)]))
+    struct.pack_into(">i", lying, 23, 2**31 - 2)  # lastOffsetDelta
+    struct.pack_into(">i", lying, 57, 2**31 - 1)  # records count
+    struct.pack_into(">I", lying, 17, crc32c(bytes(lying[21:])))
+    with pytest.raises(ApiException) as e:
+        log.append_as_leader(bytes(lying), 0)
+    assert e.value.error is Errors.INVALID_RECORD
+    assert "cannot hold the 2147483647 records" in e.value.message
+    assert log.log_end_offset == 0
+    log.append_as_leader(batch(3), 0)  # an honest batch still goes in
+    assert log.log_end_offset == 3
 
 
 def test_idempotent_producer_duplicate_answers_old_offsets(tmp_path: Path) -> None:
