@@ -36,19 +36,22 @@ class ConnectionLimits:
     max_connections_per_address: int = 1_000
 
 
-def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
-    """An ``HttpToolsProtocol`` class enforcing ``limits``, for ``uvicorn.Config(http=...)``.
+def guarded_protocol(limits: ConnectionLimits,
+                     base: type[HttpToolsProtocol] = HttpToolsProtocol) -> type[asyncio.Protocol]:
+    """A subclass of ``base`` (uvicorn's httptools protocol, or one that extends it, such as
+    the TLS one of :mod:`chunkraft.api.tls`) enforcing ``limits``, for
+    ``uvicorn.Config(http=...)``.
 
     Each call makes a class of its own with its own per-address count (one per server)."""
     open_by_address: Counter[str] = Counter()
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    class GuardedHttpToolsProtocol(base):  # type: ignore[valid-type,misc]
         """uvicorn's httptools protocol with the deadlines and bound of ``limits``."""
 
         _deadline: asyncio.TimerHandle | None = None
         _address: str | None = None
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             address = self.client[0] if self.client else None
             if address is not None:
@@ -98,6 +101,10 @@ def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     return GuardedHttpToolsProtocol
 
 
-def uvicorn_options(limits: ConnectionLimits) -> dict[str, Any]:
-    """The ``uvicorn.Config`` options that install the guard."""
-    return {"http": guarded_protocol(limits)}
+def uvicorn_options(limits: ConnectionLimits, options: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """``options`` for ``uvicorn.Config`` (the TLS ones, say) with the guard installed on
+    top of the protocol they name, if any."""
+    merged = dict(options or {})
+    merged["http"] = guarded_protocol(limits, merged.get("http", HttpToolsProtocol))
+    return merged

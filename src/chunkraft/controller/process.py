@@ -137,12 +137,13 @@ def run_controller(config: ControllerConfig) -> int:
         server = uvicorn.Server(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
             access_log=False, proxy_headers=False, lifespan="on",
-            timeout_graceful_shutdown=10, **(tls.uvicorn_options() if tls else {}),
-            # Slow-loris connections are cut (docs/api.md, "Limits").
+            timeout_graceful_shutdown=10,
+            # Slow-loris connections are cut (docs/api.md, "Limits"), with TLS or without.
             **http_guard.uvicorn_options(http_guard.ConnectionLimits(
                 head_timeout_s=config.http_head_timeout_ms / 1000,
                 body_timeout_s=config.http_body_timeout_ms / 1000,
-                max_connections_per_address=config.http_max_connections_per_address))))
+                max_connections_per_address=config.http_max_connections_per_address),
+                tls.uvicorn_options() if tls else None)))
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)

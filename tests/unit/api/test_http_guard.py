@@ -7,8 +7,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from chunkraft.api.http_guard import ConnectionLimits, uvicorn_options
+from chunkraft.api.tls import CertificateHttpToolsProtocol
 from chunkraft.deploy.local_cluster import free_ports
 
 LIMITS = ConnectionLimits(head_timeout_s=0.3, body_timeout_s=0.3, max_connections_per_address=5)
@@ -117,3 +119,11 @@ def test_connections_over_the_per_address_bound_are_closed_at_once() -> None:
         assert (await get(port)).endswith(b"ok")  # the count went down again
 
     serve(scenario)
+
+
+def test_the_guard_goes_on_top_of_the_tls_protocol_and_keeps_its_options() -> None:
+    options = uvicorn_options(LIMITS, {"http": CertificateHttpToolsProtocol,
+                                       "ssl_certfile": "server.pem"})
+    assert issubclass(options["http"], CertificateHttpToolsProtocol)
+    assert options["ssl_certfile"] == "server.pem"
+    assert issubclass(uvicorn_options(LIMITS)["http"], HttpToolsProtocol)
