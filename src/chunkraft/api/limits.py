@@ -9,7 +9,10 @@ anything:
    reads them (:class:`HeaderLimitsMiddleware`, outside authentication);
 2. authentication (401, :mod:`chunkraft.api.authentication`);
 3. ``Content-Type: application/json`` for a body (415), then the body's size (413), counted
-   while it streams in, with or without a ``Content-Length`` (:func:`read_bounded_body`);
+   while it streams in, with or without a ``Content-Length``, then how many JSON values it
+   may hold (413, counted at memchr speed: :mod:`chunkraft.api.json_budget`), since a
+   parser's cost grows with the values and it holds the GIL throughout
+   (:func:`read_bounded_body`);
 4. parsing, strict (400);
 5. cluster-level authorization (403) of the RPC routes;
 6. counts (:func:`count_problem` of :mod:`chunkraft.api.request_counts`): items per batch
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request, Response
 
 from chunkraft.api.errors import error_response
+from chunkraft.api.json_budget import DEFAULT_MAX_JSON_VALUES, json_value_bound
 from chunkraft.error_codes import Errors
 
 if TYPE_CHECKING:
@@ -83,6 +87,9 @@ class RequestLimits:
     max_assignment_replicas: int = 50_000
     """Broker ids listed in one request's assignments, replica lists and ISRs together
     (10,000 partitions of 5 replicas)."""
+    max_json_values: int = DEFAULT_MAX_JSON_VALUES
+    """JSON values (an upper bound: :func:`~chunkraft.api.json_budget.json_value_bound`) a
+    body may hold; above it, 413 before any parser runs."""
 
 
 def limits_of(config: ControllerConfig) -> RequestLimits:
@@ -93,6 +100,7 @@ def limits_of(config: ControllerConfig) -> RequestLimits:
         max_batch_items=config.request_max_batch_items,
         max_assignments=config.request_max_assignments,
         max_assignment_replicas=config.request_max_assignment_replicas,
+        max_json_values=config.request_max_json_values,
     )
 
 
@@ -158,10 +166,12 @@ def _is_json(content_type: str) -> bool:
     return media_type == "application/json"
 
 
-async def read_bounded_body(request: Request, limit: int) -> bytes | Response:
+async def read_bounded_body(request: Request, limit: int,
+                            max_values: int = DEFAULT_MAX_JSON_VALUES) -> bytes | Response:
     """The body, or the refusal: 415 for a body that is not ``application/json``, 413 for one
     over ``limit`` bytes, decided from ``Content-Length`` before reading and, for a chunked
-    body, as soon as more than ``limit`` bytes have arrived (the rest is never read).
+    body, as soon as more than ``limit`` bytes have arrived (the rest is never read); 413 for
+    one that may hold more than ``max_values`` JSON values.
 
     An empty body needs no content type (a DELETE, or a POST of an empty request).
     """
@@ -187,6 +197,12 @@ async def read_bounded_body(request: Request, limit: int) -> bytes | Response:
     if body and content_type is None:
         return error_response(Errors.INVALID_REQUEST,
                               "a body needs Content-Type: application/json", 415)
+    values = json_value_bound(body)
+    if values > max_values:
+        return error_response(
+            Errors.MESSAGE_TOO_LARGE,
+            f"the body may hold up to {values} JSON values, over the limit of {max_values} "
+            "(request.max.json.values)", 413)
     return body
 
 

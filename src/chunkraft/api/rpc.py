@@ -102,7 +102,8 @@ def idempotency_key_of(request: Request, body: bytes) -> bytes:
 
 async def _read_body(request: Request) -> bytes | Response:
     context: ControllerContext = request.app.state.context
-    return await read_bounded_body(request, context.limits.max_body_bytes)
+    return await read_bounded_body(request, context.limits.max_body_bytes,
+                                   context.limits.max_json_values)
 
 
 def _parse(model: type[Req], body: bytes) -> Req | Response:

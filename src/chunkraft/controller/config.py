@@ -97,6 +97,7 @@ class ControllerConfig:
     request_max_batch_items: int = 1000
     request_max_assignments: int = 10_000
     request_max_assignment_replicas: int = 50_000
+    request_max_json_values: int = 100_000
     # HTTP connections (chunkraft.api.http_guard): slow-loris clients are cut.
     http_head_timeout_ms: int = 10_000
     http_body_timeout_ms: int = 30_000

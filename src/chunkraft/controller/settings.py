@@ -413,6 +413,13 @@ SETTINGS: tuple[Setting, ...] = (
         "more is refused with POLICY_VIOLATION.",
         minimum=1,
     ),
+    Setting(
+        "request.max.json.values",
+        parse_integer,
+        "Most JSON values a request body may hold (counted before parsing, an upper bound); "
+        "more is answered 413: a parser's cost grows with the values, and it holds the GIL.",
+        minimum=1000,
+    ),
     # HTTP connections a slow client cannot outlast (chunkraft.api.http_guard).
     Setting(
         "http.head.timeout.ms",

@@ -294,6 +294,7 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("request.max.batch.items", "0", "must be at least 1"),
     ("request.max.assignments", "-1", "must be at least 1"),
     ("request.max.assignment.replicas", "0", "must be at least 1"),
+    ("request.max.json.values", "999", "must be at least 1000, got 999"),
     ("http.head.timeout.ms", "50", "must be at least 100, got 50"),
     ("http.body.timeout.ms", "10s", "not an integer"),
     ("http.max.connections.per.address", "0", "must be at least 1"),
