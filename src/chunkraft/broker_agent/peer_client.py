@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from chunkraft.broker_endpoints import broker_url
 from chunkraft.controller.image import MetadataImage
 from chunkraft.protocol.data_plane import (
     FetchRequest,
@@ -20,29 +21,11 @@ from chunkraft.protocol.data_plane import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from chunkraft.records import RegisterBrokerRecord
 
-__all__ = ["ControllerChannelLike", "HttpPeerClient", "PeerClientLike", "PeerUnavailable",
-           "broker_url"]
+__all__ = ["ControllerChannelLike", "HttpPeerClient", "PeerClientLike", "PeerUnavailable"]
 
 FETCH_PATH = "/broker/v1/fetch"
 OFFSETS_FOR_LEADER_EPOCH_PATH = "/broker/v1/offsets-for-leader-epoch"
-
-
-def broker_url(registration: RegisterBrokerRecord) -> str | None:
-    """The base URL to reach a broker's HTTP API, or None if it registered no listener.
-
-    The same rule as ``chunkraft.api.v3.broker_cut.broker_url`` (an HTTP or HTTPS listener
-    first, else the first one), kept here because importing anything under ``chunkraft.api.v3``
-    loads the whole REST package: half a second of every broker's start-up, which counts
-    against a restarted broker's 3 s to be registered and unfenced (issue 15)."""
-    endpoints = registration.end_points
-    if not endpoints:
-        return None
-    chosen = next((e for e in endpoints if e.name.upper() in ("HTTP", "HTTPS")), endpoints[0])
-    scheme = "https" if chosen.name.upper() == "HTTPS" else "http"
-    host = f"[{chosen.host}]" if ":" in chosen.host else chosen.host
-    return f"{scheme}://{host}:{chosen.port}"
 
 
 class PeerUnavailable(Exception):

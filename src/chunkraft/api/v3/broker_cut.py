@@ -23,11 +23,12 @@ from typing import Any
 
 import httpx
 
+from chunkraft.broker_endpoints import broker_url
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.records import RegisterBrokerRecord
 
-__all__ = ["BROKER_CUT_PATH", "BROKER_TIMEOUT", "CutRequest", "ask_leaders", "broker_url"]
+__all__ = ["BROKER_CUT_PATH", "BROKER_TIMEOUT", "CutRequest", "ask_leaders"]
 
 BROKER_CUT_PATH = "/broker/v1/create-chunks"
 BROKER_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
@@ -46,17 +47,6 @@ class CutRequest:
 
 Outcome = tuple[int, str | None]
 """An item's error code and message."""
-
-
-def broker_url(registration: RegisterBrokerRecord) -> str | None:
-    """The base URL to reach a broker's HTTP API, or None if it registered no listener."""
-    endpoints = registration.end_points
-    if not endpoints:
-        return None
-    chosen = next((e for e in endpoints if e.name.upper() in ("HTTP", "HTTPS")), endpoints[0])
-    scheme = "https" if chosen.name.upper() == "HTTPS" else "http"
-    host = f"[{chosen.host}]" if ":" in chosen.host else chosen.host
-    return f"{scheme}://{host}:{chosen.port}"
 
 
 def _unavailable(message: str) -> Outcome:

@@ -24,7 +24,7 @@ import httpx
 
 from chunkraft.broker_agent.coordinator.marker_hooks import markers_written
 from chunkraft.broker_agent.coordinator.transaction_log import TopicPartition
-from chunkraft.broker_agent.peer_client import broker_url
+from chunkraft.broker_endpoints import broker_url
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (

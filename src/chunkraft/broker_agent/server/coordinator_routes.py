@@ -24,10 +24,10 @@ from chunkraft.broker_agent.coordinator.transactions import (
     TransactionCoordinator,
     transaction_coordinator_of,
 )
-from chunkraft.broker_agent.peer_client import broker_url
 from chunkraft.broker_agent.server.access import transactional_id_allowed
 from chunkraft.broker_agent.server.http import json_answer, parse_body, post_docs
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
+from chunkraft.broker_endpoints import broker_url
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.acls import AclOperation, AclResourceType
 from chunkraft.protocol.base import Message

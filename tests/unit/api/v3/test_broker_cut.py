@@ -1,5 +1,5 @@
 """Finding and asking a partition's leader broker for the admin form of CreateChunks
-(chunkraft.api.v3.broker_cut): URLs from registrations, and every reason not to ask."""
+(chunkraft.api.v3.broker_cut): every reason not to ask."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders, broker_url
+from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders
 from chunkraft.error_codes import Errors
 from chunkraft.records import BrokerEndpoint, RegisterBrokerRecord
 from tests.unit.controller.operations.cluster_builders import (
@@ -24,16 +24,6 @@ LEADER_NOT_AVAILABLE = Errors.LEADER_NOT_AVAILABLE.code
 
 def registration(*endpoints: BrokerEndpoint) -> RegisterBrokerRecord:
     return RegisterBrokerRecord(broker_id=1, end_points=endpoints)
-
-
-def test_the_broker_url_prefers_a_listener_named_http_or_https() -> None:
-    kafka = BrokerEndpoint(name="PLAINTEXT", host="b1", port=9092)
-    assert broker_url(registration(kafka)) == "http://b1:9092"
-    assert broker_url(registration(kafka, BrokerEndpoint(name="http", host="b1", port=8080))
-                      ) == "http://b1:8080"
-    assert broker_url(registration(kafka, BrokerEndpoint(name="HTTPS", host="::1", port=8443))
-                      ) == "https://[::1]:8443"
-    assert broker_url(registration()) is None
 
 
 def test_no_leader_a_fenced_or_unregistered_one_or_no_listener_is_leader_not_available(
