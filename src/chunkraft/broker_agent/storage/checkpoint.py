@@ -37,17 +37,20 @@ def fsync_dir(directory: Path) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    data = text.encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    _write_synced(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), text)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def _write_synced(fd: int, text: str) -> None:
+    """Writes all of ``text`` to the new file ``fd``, fsyncs and closes it."""
     try:
-        view = memoryview(data)
+        view = memoryview(text.encode())
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def read_text(path: Path) -> str | None:
@@ -65,15 +68,8 @@ def write_atomic_at(dir_fd: int, name: str, text: str) -> None:
     was renamed meanwhile (a log being deleted is renamed first, then removed), never in a new
     directory created at the old path. OSError if the directory is gone."""
     tmp = name + ".tmp"
-    data = text.encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_synced(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd),
+                  text)
     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     os.fsync(dir_fd)
 
