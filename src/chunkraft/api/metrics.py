@@ -247,6 +247,13 @@ class NodeCollector(Collector):
         yield _gauge("chunkraft_raft_tick_lag_seconds", "Seconds since the Raft thread last "
                      "ticked; past the election timeout the node is not ready (see /readyz)",
                      status.tick_lag_seconds or 0.0)
+        ticks = getattr(controller.raft, "ticks", None)
+        if ticks is not None:
+            yield CounterMetricFamily(
+                "chunkraft_raft_tick_stalls", "Gaps between two Raft ticks longer than half the "
+                "election timeout (each is logged with its length)", value=ticks.stalls)
+            yield _gauge("chunkraft_raft_longest_tick_stall_seconds", "The longest gap between "
+                         "two Raft ticks since the node started", ticks.longest_stall)
         closed = CounterMetricFamily(
             "chunkraft_raft_transport_closed_connections", "Raft connections the transport "
             "guard closed, by reason (oversize, undecryptable, handshake_timeout, "

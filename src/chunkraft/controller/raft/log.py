@@ -69,19 +69,34 @@ class QuorumStatus:
 
 
 class TickWatch:
-    """When a Raft thread last ticked, and how long ago that was.
+    """When a Raft thread last ticked, how long ago that was, and its stalls.
 
-    :meth:`tick` is called by the Raft thread on every tick (one clock read and one attribute
-    store); :meth:`lag` from any thread (a float is read whole under the GIL).
+    :meth:`tick` is called by the Raft thread on every tick (a clock read, a subtraction and an
+    attribute store); :meth:`lag` from any thread (a float is read whole under the GIL). A gap
+    between two ticks longer than half of ``limit`` is a stall: counted in :attr:`stalls`,
+    the longest kept in :attr:`longest_stall`, and passed to ``on_stall`` (from the Raft
+    thread, so it must be quick), since a stall that reaches the election timeout costs an
+    election and the operator wants to know when and how long.
     """
 
-    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic,
+                 on_stall: Callable[[float], None] | None = None) -> None:
         self.limit = limit
         self._clock = clock
         self._last = clock()
+        self._on_stall = on_stall
+        self.stalls = 0
+        self.longest_stall = 0.0
 
     def tick(self) -> None:
-        self._last = self._clock()
+        now = self._clock()
+        gap = now - self._last
+        self._last = now
+        if gap > self.limit / 2:
+            self.stalls += 1
+            self.longest_stall = max(self.longest_stall, gap)
+            if self._on_stall is not None:
+                self._on_stall(gap)
 
     def lag(self) -> float:
         """Seconds since the last tick (since construction before the first)."""

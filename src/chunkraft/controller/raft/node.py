@@ -162,7 +162,7 @@ class RaftNode:
         self._flush_lock = threading.Condition()
         # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
         # that misses an election timeout of ticks starts an election, a leader loses followers.
-        self.ticks = TickWatch(settings.election_timeout_max)
+        self.ticks = TickWatch(settings.election_timeout_max, on_stall=self._log_stall)
         self.dumps_written = 0
         self.export_process: Any = None
         """The last snapshot export started (a Popen), for tests; None before any."""
@@ -342,6 +342,12 @@ class RaftNode:
     ) -> None:
         with self._done_lock:
             self._done.append((future, result, error))
+
+    def _log_stall(self, gap: float) -> None:
+        logger.warning("the Raft thread did not tick for %.3f s (election timeout %.2f-%.2f s): "
+                       "the GIL was held elsewhere, or this thread applied or wrote for that "
+                       "long", gap, self.settings.election_timeout_min,
+                       self.settings.election_timeout_max)
 
     def _after_tick(self) -> None:
         self.ticks.tick()
