@@ -63,3 +63,26 @@ def test_objects_alive_at_a_tick_are_frozen() -> None:
         assert frozen >= 1000
     finally:
         gc.unfreeze()  # leave the test process as it was
+
+
+def test_the_first_tick_freezes_whatever_the_offset() -> None:
+    """The modules and the image loaded at start are frozen at once, not after min_records."""
+    async def main() -> int:
+        gc.unfreeze()
+        kept = [object() for _ in range(1000)]
+        task = asyncio.create_task(run_heap_freezer(lambda: 0, interval=0.01))
+        try:
+            for _ in range(200):  # bounded: at most about 2 s
+                await asyncio.sleep(0.01)
+                if gc.get_freeze_count() >= len(kept):
+                    break
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return gc.get_freeze_count()
+
+    try:
+        assert asyncio.run(main()) >= 1000
+    finally:
+        gc.unfreeze()
