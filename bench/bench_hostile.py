@@ -167,6 +167,8 @@ async def _flood_task(urls: dict[int, str], leaders: dict[int, int], token: str,
                 answer = await clients[leaders[partition]].produce_records(
                     "flood", partition, FLOOD_PARTITIONS, records, acks=-1)
                 counts[0 if answer.error_code == 0 else 1] += 1
+                if answer.error_code and not counts[2]:
+                    counts[2] = answer.error_code
             except httpx.HTTPError:
                 counts[1] += 1
                 await asyncio.sleep(0.05)
@@ -176,9 +178,10 @@ async def _flood_task(urls: dict[int, str], leaders: dict[int, int], token: str,
 
 
 def _flood_process(urls: dict[int, str], leaders: dict[int, int], token: str, seconds: float
-                   ) -> tuple[int, int]:
-    """Runs the producers in their own process: (batches acknowledged, batches refused)."""
-    counts = [0, 0]
+                   ) -> tuple[int, int, int]:
+    """Runs the producers in their own process: (batches acknowledged, batches refused, the
+    first refusal's error code)."""
+    counts = [0, 0, 0]
     end = time.monotonic() + seconds
 
     async def main() -> None:
@@ -186,7 +189,7 @@ def _flood_process(urls: dict[int, str], leaders: dict[int, int], token: str, se
                                for t in range(FLOOD_PRODUCERS)))
 
     asyncio.run(main())
-    return counts[0], counts[1]
+    return counts[0], counts[1], counts[2]
 
 
 def _flood_leaders(cluster: LocalCluster, token: str) -> dict[int, int]:
@@ -262,11 +265,11 @@ def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: 
             context = get_context("spawn")
             with context.Pool(1) as pool:
                 began = time.monotonic()
-                acked, refused = pool.apply(_flood_process, (
+                acked, refused, code = pool.apply(_flood_process, (
                     urls, args.flood_leaders, cluster.admin_token,
                     max(end - time.time() - 1, 1)))
             return time.monotonic() - began, 0, f"{acked} batches acknowledged, " \
-                                                 f"{refused} refused"
+                                                 f"{refused} refused (first: error {code})"
         raise ValueError(name)
 
     return run
