@@ -9,6 +9,7 @@ succeed. The controllers run with the default request limits (chunkraft.api.limi
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +28,8 @@ HEAVY_ANSWER_S = 1.0
 ANSWER_S = 2.0
 """Every other hostile request."""
 TOKEN_WAIT = 10.0
+HEAD_TIMEOUT_S = 10.0
+"""The controllers' default ``http.head.timeout.ms``."""
 
 
 @dataclass
@@ -303,3 +306,48 @@ def test_a_cut_at_2_63_minus_1_is_refused(attack: Attack) -> None:
     partition = attack.send("describe", "GET", attack.v3(
         attack.leader, "/topics/cut-me/partitions/0")).json()
     assert partition["start_offset"] == 0
+
+
+# ------------------------------------------------------------------ slow connections
+
+
+def test_slow_loris_connections_are_cut_at_the_head_deadline(attack: Attack) -> None:
+    """200 connections to the leader that dribble a request head, one byte a second, are all
+    closed by the controller once the head deadline (http.head.timeout.ms, 10 s by default)
+    passes, while the calm clients' createTopics all succeed."""
+    port = int(attack.cluster.nodes[attack.leader].url.rsplit(":", 1)[1])
+    sockets = []
+    for _ in range(200):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        sock.sendall(b"POST /v3/clusters HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        sock.setblocking(False)
+        sockets.append(sock)
+    opened = time.monotonic()
+    closed_after: list[float] = []
+    try:
+        while sockets and time.monotonic() - opened < HEAD_TIMEOUT_S + 10:  # bounded
+            time.sleep(1.0)
+            open_ones = []
+            for sock in sockets:
+                try:
+                    if sock.recv(1) == b"":  # the server closed it
+                        closed_after.append(time.monotonic() - opened)
+                        sock.close()
+                        continue
+                except BlockingIOError:
+                    pass
+                try:
+                    sock.send(b"X")
+                    open_ones.append(sock)
+                except OSError:
+                    closed_after.append(time.monotonic() - opened)
+                    sock.close()
+            sockets = open_ones
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert sockets == [], f"{len(sockets)} slow connections still open"
+    assert len(closed_after) == 200
+    # Dribbling does not extend the deadline: none is cut long after it.
+    assert max(closed_after) < HEAD_TIMEOUT_S + 5, max(closed_after)
+    assert min(closed_after) > HEAD_TIMEOUT_S - 1, min(closed_after)
