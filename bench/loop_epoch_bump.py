@@ -31,6 +31,7 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.integration.test_broker_data_plane import wait_leader
 from tests.support.brokers import broker_cluster, wait_until
 
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": "3000",
@@ -52,27 +53,10 @@ def _records(prefix: str, count: int) -> list[tuple[bytes, bytes, int]]:
     return [(f"{prefix}-{i}".encode(), f"{prefix}-{i}".encode(), now) for i in range(count)]
 
 
-def _leader(cluster: LocalCluster, topic: str) -> int:
-    found: list[int] = []
-
-    def elected() -> bool:
-        for broker_id in cluster.broker_nodes:
-            with BrokerClient(cluster.broker_url(broker_id), token=cluster.admin_token,
-                              timeout=30) as broker:
-                part, _ = broker.fetch_records(topic, 0, 0, max_wait_ms=0)
-            if part.error_code == 0:
-                found[:] = [broker_id]
-                return True
-        return False
-
-    wait_until(elected, f"a leader of {topic}-0", ROUND_TIMEOUT_S, 0.05)
-    return found[0]
-
-
 def one_round(cluster: LocalCluster, admin: AdminClient, topic: str) -> list[int]:
     """The codes answered to the stale produces of one round (the last is 10000)."""
     admin.create_topic(topic, 1, 3)
-    leader = _leader(cluster, topic)
+    leader = wait_leader(cluster, admin, topic, timeout=ROUND_TIMEOUT_S)
     codes: list[int] = []
     with BrokerClient(cluster.broker_url(leader), token=cluster.admin_token,
                       timeout=30) as broker:
