@@ -245,12 +245,17 @@ def test_an_8_mb_body_is_413_authorized_or_not(attack: Attack) -> None:
 
 
 def test_over_limit_items_are_policy_violation_at_once(attack: Attack) -> None:
-    body = _heavy_expansion(100, 1000)  # 100,000 assignments, about 0.8 MB
+    body = _heavy_expansion(11, 1000)  # 11,000 assignments: over request.max.assignments
     for node_id in (attack.leader, attack.follower):
         answer = attack.send("admin over-limit validate_only", "POST",
                              attack.v3(node_id, "/topics:create-partitions"), json=body,
                              bound=HEAVY_ANSWER_S)
-        assert _item_errors(answer) == ["POLICY_VIOLATION"] * 100
+        assert _item_errors(answer) == ["POLICY_VIOLATION"] * 11
+    # The 100 x 1,000 (about 0.8 MB, 400,000 JSON values) is refused before parsing.
+    answer = attack.send("admin 100 x 1,000 validate_only", "POST",
+                         attack.v3(attack.leader, "/topics:create-partitions"),
+                         json=_heavy_expansion(100, 1000), bound=HEAVY_ANSWER_S)
+    assert "request.max.json.values" in _error(answer, 413, "MESSAGE_TOO_LARGE")
     answer = attack.send("RPC 1001 topics", "POST",
                          attack.url(attack.follower, "/controller/v1/create-topics"), json={
                              "topics": [{"name": f"many-{i}"} for i in range(1001)]})
@@ -263,12 +268,17 @@ def test_over_limit_items_are_policy_violation_at_once(attack: Attack) -> None:
 
 
 def test_an_unauthorized_heavy_validate_only_is_refused_fast(attack: Attack) -> None:
-    body = _heavy_expansion(100, 1000)
+    body = _heavy_expansion(11, 1000)  # over request.max.assignments
     for node_id in (attack.leader, attack.follower):
         answer = attack.send("unauthorized over-limit validate_only", "POST",
                              attack.v3(node_id, "/topics:create-partitions"), json=body,
                              token=attack.mallory, bound=HEAVY_ANSWER_S)
-        assert _item_errors(answer) == ["TOPIC_AUTHORIZATION_FAILED"] * 100
+        assert _item_errors(answer) == ["TOPIC_AUTHORIZATION_FAILED"] * 11
+    answer = attack.send("unauthorized 100 x 1,000 validate_only", "POST",
+                         attack.v3(attack.follower, "/topics:create-partitions"),
+                         json=_heavy_expansion(100, 1000), token=attack.mallory,
+                         bound=HEAVY_ANSWER_S)
+    assert "request.max.json.values" in _error(answer, 413, "MESSAGE_TOO_LARGE")
     within = _heavy_expansion(10, 1000)  # at the assignment limit: the operation decides
     answer = attack.send("unauthorized validate_only at the limit", "POST",
                          attack.v3(attack.follower, "/topics:create-partitions"), json=within,
