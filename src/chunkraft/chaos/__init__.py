@@ -1,0 +1,1 @@
+"""Chaos testing: fault injection (nemesis, network namespaces) and the history checker."""
