@@ -293,16 +293,19 @@ class Hosts:
 
     @staticmethod
     def _stop(process: subprocess.Popen[bytes]) -> None:
-        if process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
+        if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-            process.wait(STOP_GRACE_SECONDS)
+                os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                process.wait(STOP_GRACE_SECONDS)
+        # The pipes asked for are the harness's too: closed here, not left to the collector.
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
 
     def command(self, index: int, argv: Sequence[str]) -> list[str]:
         """The argv that runs ``argv`` on host ``index``."""

@@ -1,0 +1,206 @@
+"""Hosts on real network namespaces with real processes, and the network faults on them.
+
+Needs root and iproute2; the loss test needs ``nft`` (package nftables) and the delay test a
+kernel with netem, and each is skipped with the reason when the machine lacks it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chunkraft.chaos.faults import NetworkFaults, netem_supported, nft_available
+from chunkraft.chaos.netns import NETNS_DIR, Hosts, leftover_prefixes
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="network namespaces need root and iproute2")
+
+ECHO_SERVER = textwrap.dedent("""
+    import socket, sys
+    server = socket.create_server((sys.argv[1], int(sys.argv[2])))
+    print("listening", flush=True)
+    for _ in range(100):
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(conn.recv(1024))
+""")
+ECHO_CLIENT = textwrap.dedent("""
+    import socket, sys
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5) as conn:
+        conn.sendall(b"hello from " + sys.argv[3].encode())
+        print(conn.recv(1024).decode())
+""")
+# count attempts at a TCP handshake (to the closed discard port: a refusal is an answer);
+# prints how many were answered and their round trips.
+PROBES = textwrap.dedent("""
+    import json, socket, sys, time
+    address, count, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    rtts = []
+    for _ in range(count):
+        s = socket.socket(); s.settimeout(timeout); start = time.monotonic()
+        try:
+            s.connect((address, 9)); rtts.append(time.monotonic() - start)
+        except ConnectionRefusedError:
+            rtts.append(time.monotonic() - start)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    print(json.dumps(rtts))
+""")
+
+
+def probes(hosts: Hosts, source: int, target: int, count: int, timeout: float) -> list[float]:
+    result = hosts.run(source, [sys.executable, "-c", PROBES, hosts[target].address,
+                                str(count), str(timeout)],
+                       timeout=count * timeout + 15, check=True)
+    rtts: list[float] = json.loads(result.stdout)
+    return rtts
+
+
+def reachable_pairs(hosts: Hosts) -> set[tuple[int, int]]:
+    return {(a, b) for a in range(hosts.count) for b in range(hosts.count)
+            if a != b and hosts.probe(a, b, timeout=0.5) is not None}
+
+
+def all_pairs(count: int) -> set[tuple[int, int]]:
+    return {(a, b) for a in range(count) for b in range(count) if a != b}
+
+
+def kernel_names(prefix: str) -> list[str]:
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           check=True).stdout
+    netns = [entry.name for entry in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
+    return [name for name in [*netns, *links.split()] if prefix in name]
+
+
+@pytest.fixture
+def hosts() -> Iterator[Hosts]:
+    with Hosts(4) as made:
+        yield made
+    assert kernel_names(made.prefix) == []
+
+
+def test_hosts_reach_each_other_and_nothing_else(hosts: Hosts) -> None:
+    server = hosts.popen(1, [sys.executable, "-c", ECHO_SERVER, hosts[1].address, "7000"],
+                         stdout=subprocess.PIPE)
+    assert server.stdout is not None
+    assert server.stdout.readline() == b"listening\n"
+    for client in (0, 2, 3):
+        result = hosts.run(client, [sys.executable, "-c", ECHO_CLIENT, hosts[1].address,
+                                    "7000", str(client)], check=True)
+        assert result.stdout.strip() == f"hello from {client}"
+    assert reachable_pairs(hosts) == all_pairs(4)
+    # No route out: not the internet, not the host's own networks.
+    assert hosts.run(0, ["ip", "route", "get", "1.1.1.1"]).returncode != 0
+    assert hosts.run(0, ["ip", "-4", "route", "show", "default"]).stdout == ""
+    bridge = subprocess.run(["ip", "-4", "addr", "show", "dev", hosts.layout.bridge],
+                            capture_output=True, text=True, check=True).stdout
+    assert "inet " not in bridge
+
+
+def test_isolating_a_host_cuts_exactly_its_pairs_and_heal_restores(hosts: Hosts) -> None:
+    faults = NetworkFaults(hosts)
+    cut = faults.isolate(0)
+    assert cut == {(0, b) for b in (1, 2, 3)} | {(b, 0) for b in (1, 2, 3)}
+    assert reachable_pairs(hosts) == all_pairs(4) - cut
+    faults.heal_all()
+    assert reachable_pairs(hosts) == all_pairs(4)
+
+
+def test_an_established_connection_is_cut_too(hosts: Hosts) -> None:
+    server = hosts.popen(1, [sys.executable, "-c", ECHO_SERVER, hosts[1].address, "7001"],
+                         stdout=subprocess.PIPE)
+    assert server.stdout is not None
+    assert server.stdout.readline() == b"listening\n"
+    faults = NetworkFaults(hosts)
+    faults.isolate(1)
+    result = hosts.run(0, [sys.executable, "-c", ECHO_CLIENT, hosts[1].address, "7001", "0"])
+    assert result.returncode != 0
+    faults.heal_all()
+    assert hosts.run(0, [sys.executable, "-c", ECHO_CLIENT, hosts[1].address, "7001",
+                         "0"]).returncode == 0
+
+
+def test_split_into_halves(hosts: Hosts) -> None:
+    faults = NetworkFaults(hosts)
+    faults.split_halves()
+    assert reachable_pairs(hosts) == {(0, 1), (1, 0), (2, 3), (3, 2)}
+    faults.heal_all()
+    assert reachable_pairs(hosts) == all_pairs(4)
+
+
+def test_a_flapping_link_goes_down_and_comes_back(hosts: Hosts) -> None:
+    faults = NetworkFaults(hosts)
+    faults.start_flap(2, down_seconds=1.0, up_seconds=1.0, cycles=3)
+    time.sleep(0.2)
+    assert hosts.probe(0, 2, timeout=0.3) is None
+    assert hosts.probe(0, 1) is not None
+    # Within one up phase the link answers again.
+    assert hosts.wait_reachable(0, 2, timeout=3.0)
+    faults.heal_all()
+    assert reachable_pairs(hosts) == all_pairs(4)
+
+
+@pytest.mark.skipif(not nft_available(), reason="packet loss needs nft (package nftables)")
+def test_twenty_percent_loss_is_measurable_and_healed(hosts: Hosts) -> None:
+    faults = NetworkFaults(hosts)
+    faults.loss(0, 20)
+    # Only host 0's outgoing SYNs are dropped (the refusals come back from a healthy host);
+    # a 0.2 s timeout is below the SYN retransmission, so one drop is one lost probe.
+    answered = len(probes(hosts, 0, 1, 200, 0.2))
+    assert 200 * 0.65 <= answered <= 200 * 0.92, answered
+    assert len(probes(hosts, 1, 2, 50, 0.2)) == 50
+    faults.heal_all()
+    assert len(probes(hosts, 0, 1, 50, 0.5)) == 50
+
+
+def test_two_hundred_ms_delay_is_measurable_and_healed(hosts: Hosts) -> None:
+    if not netem_supported(hosts):
+        pytest.skip("this kernel has no netem (CONFIG_NET_SCH_NETEM), so no delay fault")
+    faults = NetworkFaults(hosts)
+    before = sorted(probes(hosts, 0, 1, 5, 2.0))[2]
+    faults.delay(0, 200)
+    during = sorted(probes(hosts, 0, 1, 5, 2.0))[2]
+    assert 0.18 <= during - before <= 0.4, (before, during)
+    faults.heal_all()
+    assert sorted(probes(hosts, 0, 1, 5, 2.0))[2] < 0.1
+
+
+def test_a_killed_harness_is_cleaned_by_the_next(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import sys, time
+        from chunkraft.chaos.netns import Hosts
+        hosts = Hosts(2)
+        hosts.__enter__()
+        print(hosts.prefix, flush=True)
+        time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None
+        prefix = child.stdout.readline().strip()
+        assert prefix.startswith("ckr")
+        assert kernel_names(prefix), "the child made nothing"
+        assert prefix not in leftover_prefixes(), "a live harness is not a leftover"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
+    assert prefix in leftover_prefixes()
+    with Hosts(2) as hosts:
+        assert kernel_names(prefix) == []
+        assert hosts.prefix != prefix
+    assert kernel_names(hosts.prefix) == []
