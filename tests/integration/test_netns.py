@@ -21,6 +21,7 @@ import pytest
 
 from chunkraft.chaos.faults import NetworkFaults, netem_supported, nft_available
 from chunkraft.chaos.netns import NETNS_DIR, Hosts, leftover_prefixes
+from chunkraft.chaos.netns_cluster import NetnsCluster
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="network namespaces need root and iproute2")
@@ -203,4 +204,39 @@ def test_a_killed_harness_is_cleaned_by_the_next(tmp_path: Path) -> None:
     with Hosts(2) as hosts:
         assert kernel_names(prefix) == []
         assert hosts.prefix != prefix
+    assert kernel_names(hosts.prefix) == []
+
+
+def test_a_leader_cut_from_the_majority_loses_leadership(tmp_path: Path) -> None:
+    with Hosts(4) as hosts:
+        cluster = NetnsCluster(tmp_path, size=3, hosts=hosts)
+        cluster.prepare()
+        cluster.start()
+        try:
+            old = cluster.wait_ready(timeout=60)
+            majority = [n for n in cluster.nodes if n != old]
+            faults = NetworkFaults(hosts)
+            # The observer (host 3) stays in neither group: it sees both sides.
+            faults.partition([cluster.host_index(old)],
+                             [cluster.host_index(n) for n in majority])
+            cut_at = time.monotonic()
+            new = cluster.wait_leader(majority, timeout=30, exclude=old)
+            elected_after = time.monotonic() - cut_at
+            assert new in majority
+            # The old leader steps down (pysyncobj's leader fallback timeout: no majority heard).
+            views: dict[int, int | None] = {}
+            for _ in range(100):
+                views = cluster.leader_views()
+                if old in views and views[old] != old:
+                    break
+                time.sleep(0.1)
+            assert old in views, "the observer lost sight of the old leader"
+            assert views[old] != old, views
+            faults.heal_all()
+            leader = cluster.wait_leader(list(cluster.nodes), timeout=30)
+            assert leader in majority
+            print(f"old leader {old}, new leader {new} elected {elected_after:.2f} s after the "
+                  f"cut; after the heal all three follow {leader}")
+        finally:
+            cluster.stop()
     assert kernel_names(hosts.prefix) == []
