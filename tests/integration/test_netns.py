@@ -240,3 +240,13 @@ def test_a_leader_cut_from_the_majority_loses_leadership(tmp_path: Path) -> None
         finally:
             cluster.stop()
     assert kernel_names(hosts.prefix) == []
+
+
+def test_two_harnesses_coexist_and_cannot_reach_each_other() -> None:
+    with Hosts(2) as first, Hosts(2) as second:
+        assert first.prefix != second.prefix
+        assert not first.layout.subnet.overlaps(second.layout.subnet)
+        assert first.wait_reachable(0, 1) and second.wait_reachable(0, 1)
+        # first's host 0 has no route to second's subnet at all.
+        assert first.run(0, ["ip", "route", "get", second[0].address]).returncode != 0
+    assert kernel_names(first.prefix) == kernel_names(second.prefix) == []

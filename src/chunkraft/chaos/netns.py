@@ -61,6 +61,7 @@ NETNS_DIR = Path("/run/netns")
 IFNAMSIZ = 15
 STOP_GRACE_SECONDS = 3.0
 COMMAND_TIMEOUT_SECONDS = 20.0
+CLAIM_ATTEMPTS = 8
 _PREFIX_RE = re.compile(rf"^({NAME_PREFIX}[0-9a-f]{{3}})-")
 
 
@@ -204,15 +205,12 @@ def _remove_prefix(prefix: str) -> None:
         (OWNER_DIR / f"{prefix}.pid").unlink()
 
 
-def _host_uses(subnet: ipaddress.IPv4Network) -> bool:
-    """Whether the host's own namespace has an address or route in ``subnet``."""
+def _host_networks() -> list[ipaddress.IPv4Network]:
+    """The IPv4 networks of the host's own namespace: its addresses and its routes."""
     text = _run(["ip", "-4", "-o", "addr", "show"], check=False).stdout
     text += _run(["ip", "-4", "route", "show"], check=False).stdout
-    for token in re.findall(r"\d+\.\d+\.\d+\.\d+(?:/\d+)?", text):
-        network = ipaddress.IPv4Network(token, strict=False)
-        if network.overlaps(subnet):
-            return True
-    return False
+    return [ipaddress.IPv4Network(token, strict=False)
+            for token in re.findall(r"\d+\.\d+\.\d+\.\d+(?:/\d+)?", text)]
 
 
 @dataclass
@@ -240,10 +238,14 @@ class Hosts:
 
     def _free_k(self) -> int:
         taken = set(_existing_prefixes())
+        if OWNER_DIR.is_dir():
+            taken |= {path.stem for path in OWNER_DIR.glob(f"{NAME_PREFIX}*.pid")}
+        used = _host_networks()
         candidates = [k for k in range(SUBNETS) if Layout(k, 1).prefix not in taken]
         random.shuffle(candidates)
-        for k in candidates[:32]:
-            if not _host_uses(Layout(k, 1).subnet):
+        for k in candidates:
+            subnet = Layout(k, 1).subnet
+            if not any(network.overlaps(subnet) for network in used):
                 return k
         raise HostsError("no free subnet in 198.18.0.0/15")
 
@@ -260,15 +262,15 @@ class Hosts:
 
     def __enter__(self) -> Hosts:
         OWNER_DIR.mkdir(parents=True, exist_ok=True)
-        owner_file = OWNER_DIR / f"{self.prefix}.pid"
-        # Claimed before anything is made: a harness starting in parallel sees the prefix as
-        # owned (alive) and neither picks it nor cleans it.
-        try:
-            fd = os.open(owner_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError as exc:
-            raise HostsError(f"prefix {self.prefix} is taken") from exc
-        with os.fdopen(fd, "w") as file:
-            file.write(f"{os.getpid()}\n")
+        # A random subnet another harness claimed a moment ago is traded for another one.
+        for _ in range(CLAIM_ATTEMPTS):
+            if self._claim():
+                break
+            if self.k is not None:
+                raise HostsError(f"prefix {self.prefix} is taken")
+            self.layout = Layout(self._free_k(), self.count)
+        else:
+            raise HostsError(f"no free prefix after {CLAIM_ATTEMPTS} attempts")
         self._entered = True
         try:
             for argv in self.layout.setup_commands():
@@ -277,6 +279,29 @@ class Hosts:
             self.close()
             raise
         return self
+
+    def _claim(self) -> bool:
+        """Writes our PID as the owner of the prefix; False if a live harness owns it.
+
+        Claimed before anything is made: a harness starting in parallel sees the prefix as
+        owned (alive) and neither picks it nor cleans it.
+        """
+        owner_file = OWNER_DIR / f"{self.prefix}.pid"
+        for _ in range(2):
+            try:
+                fd = os.open(owner_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                owner = _owner(self.prefix)
+                if owner is not None and _pid_alive(owner):
+                    return False
+                # Its owner died after the claim (maybe before it made anything): stale.
+                with contextlib.suppress(FileNotFoundError):
+                    owner_file.unlink()
+                continue
+            with os.fdopen(fd, "w") as file:
+                file.write(f"{os.getpid()}\n")
+            return True
+        return False
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from chunkraft.chaos import netns
 from chunkraft.chaos.netns import IFNAMSIZ, SUBNETS, TEST_NETWORK, Layout, netns_exec
 
 
@@ -68,3 +72,17 @@ def test_netns_exec_keeps_the_command() -> None:
         "ip", "netns", "exec", "ckr001-0", "python", "-c", "pass"]
     with pytest.raises(ValueError):
         netns_exec("ckr001-0", [])
+
+
+def test_leftovers_are_prefixes_whose_owner_is_gone(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(netns, "OWNER_DIR", tmp_path)
+    monkeypatch.setattr(netns, "_existing_prefixes", lambda: {
+        "ckr001": ["ckr001-0"], "ckr002": ["ckr002-br"], "ckr003": ["ckr003-v0"],
+        "ckr004": ["ckr004-1"]})
+    (tmp_path / "ckr001.pid").write_text(f"{os.getpid()}\n")
+    (tmp_path / "ckr002.pid").write_text(f"{dead.pid}\n")
+    (tmp_path / "ckr004.pid").write_text("not a pid\n")
+    assert netns.leftover_prefixes() == ["ckr002", "ckr003", "ckr004"]
