@@ -200,7 +200,8 @@ def test_a_killed_harness_is_cleaned_by_the_next(tmp_path: Path) -> None:
         child.wait(10)
         if child.stdout is not None:
             child.stdout.close()
-    assert prefix in leftover_prefixes()
+    # (A harness of a parallel test may have removed it already.)
+    assert prefix in leftover_prefixes() or kernel_names(prefix) == []
     with Hosts(2) as hosts:
         assert kernel_names(prefix) == []
         assert hosts.prefix != prefix
