@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from chunkraft.chaos.history import CreateTopic, Describe, Operation, TopicView
@@ -163,6 +163,10 @@ def _relevant(ops: list[Operation]) -> list[Operation]:
     return kept
 
 
+# A linearization as a linked list (index, parent), so configurations share their prefixes.
+Path = tuple[int, object] | None
+
+
 class _Search:
     """One topic's Wing-Gong search. Not thread-safe; used once."""
 
@@ -181,10 +185,13 @@ class _Search:
         # completed before i was invoked; a read-your-writes read only follows its own
         # process's (every other operation still follows it if invoked after it completed).
         self.pred = [0] * n
+        self.weak = [
+            isinstance(o.op, Describe) and reads is ReadLevel.READ_YOUR_WRITES for o in self.ops
+        ]
+        self.weak_indices = [i for i in range(n) if self.weak[i]]
         for i, o in enumerate(self.ops):
-            weak = isinstance(o.op, Describe) and reads is ReadLevel.READ_YOUR_WRITES
             for j, p in enumerate(self.ops):
-                if done[j] < o.invoke and (not weak or p.process == o.process):
+                if done[j] < o.invoke and (not self.weak[i] or p.process == o.process):
                     self.pred[i] |= 1 << j
 
     def apply(self, state: State, o: Operation) -> tuple[bool, State, str]:
@@ -211,37 +218,70 @@ class _Search:
         return s.error is None, s.after, s.why
 
     def candidates(self, mask: int) -> list[int]:
-        return [
-            i for i in range(len(self.ops))
-            if not mask >> i & 1 and not self.pred[i] & ~mask
-        ]
+        """The operations that may come next: not linearized, all predecessors linearized."""
+        left = ~mask
+        out: list[int] = []
+        # Operations are in invoke order and a real-time predecessor set only grows with the
+        # invoke, so after the first one still waiting, only read-your-writes reads remain.
+        first = (left & (mask + 1)).bit_length() - 1
+        for i in range(first, len(self.ops)):
+            if mask >> i & 1:
+                continue
+            if self.pred[i] & left:
+                if not self.weak[i]:
+                    out += (j for j in self.weak_after(i) if not mask >> j & 1
+                            and not self.pred[j] & left)
+                    return out
+                continue
+            out.append(i)
+        return out
+
+    def weak_after(self, i: int) -> list[int]:
+        return [j for j in self.weak_indices if j > i]
+
+    def order(self, mask: int) -> Iterator[int]:
+        """The candidates in the order tried: known outcomes by invoke, then unknown ones, the
+        latest invoked first. The search guesses that an unknown operation took effect only
+        when it has to, and the one a stuck observation needs is most often a recent one (on
+        random histories this searched 2 to 6 times fewer states than oldest first)."""
+        cands = self.candidates(mask)
+        yield from (i for i in cands if self.required >> i & 1)
+        yield from reversed([i for i in cands if not self.required >> i & 1])
 
     def run(self) -> TopicResult:
-        # A path is a linked list (index, parent) so configurations share their prefixes.
-        Path = tuple[int, object] | None
-        start: tuple[int, State, Path] = (0, None, None)
-        stack = [start]
+        # Depth first, children made lazily: a valid history usually linearizes along the
+        # first path tried, so computing every sibling up front would be most of the work.
+        stack: list[tuple[int, State, Path, Iterator[int]]] = [
+            (0, None, None, self.order(0))
+        ]
         seen: set[tuple[int, State]] = {(0, None)}
-        best = start
-        best_count = -1
-        states = 0
+        best: tuple[int, State, Path] = (0, None, None)
+        best_count = 0
+        states = 1
         while stack:
-            mask, state, path = stack.pop()
+            mask, state, path, children = stack[-1]
+            i = next(children, None)
+            if i is None:
+                stack.pop()
+                continue
+            ok, after, _ = self.apply(state, self.ops[i])
+            key = (mask | 1 << i, after)
+            if not ok or key in seen:
+                continue
+            seen.add(key)
             states += 1
-            if mask & self.required == self.required:
+            child = (key[0], after, (i, path))
+            if child[0] & self.required == self.required:
                 return TopicResult(self.topic, Verdict.VALID, len(self.ops), states)
-            count = (mask & self.required).bit_count()
+            count = (child[0] & self.required).bit_count()
             if count > best_count:
-                best, best_count = (mask, state, path), count
+                best, best_count = child, count
             if states >= self.max_states or (states % 256 == 0
                                              and time.monotonic() > self.deadline):
                 return TopicResult(self.topic, Verdict.UNKNOWN, len(self.ops), states)
-            for i in self.candidates(mask):
-                ok, after, _ = self.apply(state, self.ops[i])
-                key = (mask | 1 << i, after)
-                if ok and key not in seen:
-                    seen.add(key)
-                    stack.append((key[0], after, (i, path)))
+            stack.append((*child, self.order(child[0])))
+        if self.required == 0:
+            return TopicResult(self.topic, Verdict.VALID, len(self.ops), states)
         return TopicResult(self.topic, Verdict.VIOLATION, len(self.ops), states,
                            self.violation(*best))
 
