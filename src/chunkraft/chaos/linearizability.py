@@ -21,8 +21,11 @@ Reads come in two levels (:class:`ReadLevel`). ``LINEARIZABLE`` orders a read li
 ``READ_YOUR_WRITES`` is what docs/api.md and docs/controller.md promise: any controller answers
 from its own committed image, so a read may be stale, but a client that passes its last write's
 ``X-Metadata-Offset`` as ``min_offset`` sees that write. Such a read must see a state of the one
-write order (a prefix), no write invoked after the read completed, and every earlier operation
-of its own process; it need not follow other clients' writes.
+write order (a prefix) that includes every earlier write of its own process (ok, or refused
+with a modelled error: its offset is the one it was validated against) and no write invoked
+after the read completed. It need not follow other clients' writes, nor its own process's
+earlier reads: two reads through two controllers may go back in time, and nothing documented
+forbids it.
 
 The search is bounded (states and seconds): a history it could not finish is ``UNKNOWN``,
 never a hang and never a false verdict.
@@ -183,7 +186,8 @@ class _Search:
         done = [math.inf if o.complete is None else o.complete for o in self.ops]
         # pred[i]: the operations that must be linearized before i. In real time, those that
         # completed before i was invoked; a read-your-writes read only follows its own
-        # process's (every other operation still follows it if invoked after it completed).
+        # process's writes (every other operation still follows it if invoked after it
+        # completed).
         self.pred = [0] * n
         self.weak = [
             isinstance(o.op, Describe) and reads is ReadLevel.READ_YOUR_WRITES for o in self.ops
@@ -191,7 +195,8 @@ class _Search:
         self.weak_indices = [i for i in range(n) if self.weak[i]]
         for i, o in enumerate(self.ops):
             for j, p in enumerate(self.ops):
-                if done[j] < o.invoke and (not self.weak[i] or p.process == o.process):
+                own_write = p.process == o.process and not isinstance(p.op, Describe)
+                if done[j] < o.invoke and (not self.weak[i] or own_write):
                     self.pred[i] |= 1 << j
 
     def apply(self, state: State, o: Operation) -> tuple[bool, State, str]:

@@ -95,6 +95,22 @@ def test_a_stale_read_after_an_ok_write_completed() -> None:
     violation(h2, RYW)
 
 
+def test_two_reads_of_one_client_may_go_back_in_time_only_without_linearizable_reads() -> None:
+    # Through the leader, then through a follower that lags: docs/api.md does not forbid it.
+    h = H().ok(1, CREATE, 0, 10, "id-a").ok(2, CreatePartitions("a", 3), 20, 30)
+    h.ok(3, READ, 40, 50, V("id-a", 3)).ok(3, READ, 60, 70, V("id-a", 1))
+    violation(h, LIN)
+    valid(h, RYW)
+
+
+@BOTH
+def test_a_refused_write_orders_its_writers_later_reads(reads: ReadLevel) -> None:
+    # The refusal was validated against a state with the topic; the writer's read must follow.
+    h = H().ok(1, CREATE, 0, 10, "id-a").fail(2, CREATE, 20, 30, "TOPIC_ALREADY_EXISTS")
+    h.ok(2, READ, 40, 50, None)
+    violation(h, reads)
+
+
 @BOTH
 def test_a_read_that_sees_another_topic_id(reads: ReadLevel) -> None:
     h = H().ok(1, CREATE, 0, 10, "id-a").ok(1, READ, 20, 30, V("id-b", 1))
