@@ -40,7 +40,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from chunkraft.chaos.history import CreateTopic, Describe, Operation, TopicView
-from chunkraft.chaos.model import MODELLED_ERRORS, State, step, view_mismatch, with_topic_id
+from chunkraft.chaos.model import (
+    MODELLED_ERRORS,
+    State,
+    step,
+    summary,
+    view_mismatch,
+    with_topic_id,
+)
 
 
 class ReadLevel(enum.Enum):
@@ -81,7 +88,7 @@ class Violation:
                  f"  {self.first_violating.describe()}",
                  f"after {len(self.prefix)} linearized operation(s), last ones:"]
         lines += [f"  {o.describe()}" for o in self.prefix[-5:]]
-        lines.append(f"model state: {self.state!r}")
+        lines.append(f"model state: {summary(self.state)}")
         lines += [f"cannot come next: {o.describe()}: {why}" for o, why in self.blocked]
         return "\n".join(lines)
 

@@ -123,6 +123,20 @@ def with_topic_id(state: State, topic_id: str) -> State:
     return None if state is None else replace(state, topic_id=topic_id)
 
 
+def summary(state: State) -> str:
+    """The state in a few words for a report: ``absent`` or ``id X, 2 partition(s); p0 chunks
+    [0, 10@[1, 2]]`` (partitions with only their first, empty chunk are not listed)."""
+    if state is None:
+        return "absent"
+    text = f"id {state.topic_id or '?'}, {len(state.partitions)} partition(s)"
+    for index, p in enumerate(state.partitions):
+        chunks = p.chunks()
+        if chunks != ((0, None),):
+            listed = ", ".join(f"{s}" if r is None else f"{s}@{list(r)}" for s, r in chunks)
+            text += f"; p{index} chunks [{listed}]"
+    return text
+
+
 def view_mismatch(state: State, seen: TopicView | None) -> str | None:
     """Why a describe that saw ``seen`` cannot have read ``state``; None when it can.
 

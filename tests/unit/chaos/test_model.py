@@ -10,7 +10,14 @@ from chunkraft.chaos.history import (
     MoveChunk,
     TopicView,
 )
-from chunkraft.chaos.model import PartitionState, State, TopicState, step, view_mismatch
+from chunkraft.chaos.model import (
+    PartitionState,
+    State,
+    TopicState,
+    step,
+    summary,
+    view_mismatch,
+)
 
 
 def run(*ops: CreateTopic | CreatePartitions | CutChunk | MoveChunk) -> State:
@@ -62,3 +69,9 @@ def test_a_view_matches_only_what_both_sides_know() -> None:
     assert view_mismatch(state, TopicView(None, 1, (((0, None),),))) is not None
     assert view_mismatch(state, TopicView(None, 2)) is not None
     assert view_mismatch(state, TopicView(None, 1, ())) is not None
+
+
+def test_a_summary_names_what_a_report_needs() -> None:
+    assert summary(None) == "absent"
+    state = run(CreateTopic("a", 2, 2), CutChunk("a", 1, 10, (3, 4)))
+    assert summary(state) == "id ?, 2 partition(s); p1 chunks [0, 10@[3, 4]]"
