@@ -270,6 +270,8 @@ class _Search:
         best: tuple[int, State, Path] = (0, None, None)
         best_count = 0
         states = 1
+        if self.required == 0:  # only unknown outcomes: "none took effect" explains it
+            return TopicResult(self.topic, Verdict.VALID, len(self.ops), states)
         while stack:
             mask, state, path, children = stack[-1]
             i = next(children, None)
@@ -292,8 +294,6 @@ class _Search:
                                              and time.monotonic() > self.deadline):
                 return TopicResult(self.topic, Verdict.UNKNOWN, len(self.ops), states)
             stack.append((*child, self.order(child[0])))
-        if self.required == 0:
-            return TopicResult(self.topic, Verdict.VALID, len(self.ops), states)
         return TopicResult(self.topic, Verdict.VIOLATION, len(self.ops), states,
                            self.violation(*best))
 

@@ -265,6 +265,14 @@ def test_the_search_is_bounded_by_time() -> None:
     assert r.verdict is Verdict.UNKNOWN
 
 
+def test_a_topic_of_unknown_outcomes_only_is_valid_at_once() -> None:
+    h = H()
+    for i in range(40):
+        h.info(i, CreatePartitions("a", 2 + i), 10)
+    r = check(h.ops, max_states=10)
+    assert r.verdict is Verdict.VALID and r.topics[0].states == 1
+
+
 def test_a_small_hard_history_is_searched_to_the_end() -> None:
     r = check(_hard_history(6).ops)
     assert r.verdict is Verdict.VIOLATION
