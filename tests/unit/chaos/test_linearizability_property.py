@@ -186,3 +186,23 @@ def test_a_large_random_history_is_checked_quickly() -> None:
     assert result.verdict is Verdict.VALID, result.explain()
     assert time.monotonic() - started < 20
     assert result.operations > 2000
+
+
+@SETTINGS
+@given(valid_history(), st.data())
+def test_a_writer_that_reads_back_fewer_partitions_is_a_violation(
+    ops: list[Operation], data: st.DataObject
+) -> None:
+    # Partition counts never go down, so after its own expansion to N completed, a client that
+    # reads fewer than N missed its own write: a violation at both read levels.
+    writes = [o for o in ops if o.outcome == "ok" and isinstance(o.op, CreatePartitions)]
+    if not writes:
+        return
+    w = data.draw(st.sampled_from(writes))
+    assert isinstance(w.op, CreatePartitions) and w.complete is not None
+    seen = data.draw(st.integers(1, w.op.count - 1))
+    read = Operation(len(ops), w.process, Describe(w.op.topic), "ok", w.complete + 1,
+                     w.complete + data.draw(st.integers(2, 100)), TopicView(None, seen))
+    level = data.draw(st.sampled_from(list(ReadLevel)))
+    result = check([*ops, read], level, time_limit=30)
+    assert result.verdict is Verdict.VIOLATION, result.explain()
