@@ -200,11 +200,20 @@ class _Search:
             isinstance(o.op, Describe) and reads is ReadLevel.READ_YOUR_WRITES for o in self.ops
         ]
         self.weak_indices = [i for i in range(n) if self.weak[i]]
+        # One sweep in invoke order over the operations by completion (a real-time predecessor
+        # set only grows), so a topic of thousands of operations is not n * n Python steps.
+        by_done = sorted(range(n), key=lambda j: done[j])
+        finished = 0  # the operations completed so far, as a mask
+        own: dict[int | str, int] = {}  # the same, per process, writes only
+        k = 0
         for i, o in enumerate(self.ops):
-            for j, p in enumerate(self.ops):
-                own_write = p.process == o.process and not isinstance(p.op, Describe)
-                if done[j] < o.invoke and (not self.weak[i] or own_write):
-                    self.pred[i] |= 1 << j
+            while k < n and done[by_done[k]] < o.invoke:
+                j = by_done[k]
+                finished |= 1 << j
+                if not isinstance(self.ops[j].op, Describe):
+                    own[self.ops[j].process] = own.get(self.ops[j].process, 0) | 1 << j
+                k += 1
+            self.pred[i] = own.get(o.process, 0) if self.weak[i] else finished
 
     def apply(self, state: State, o: Operation) -> tuple[bool, State, str]:
         """Linearize ``o`` in ``state``: (allowed, state after, the model's reason)."""
