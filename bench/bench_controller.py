@@ -222,8 +222,9 @@ class Brokers:
         self._thread.join(timeout=10)
 
 
-def create_pool(url: str, prefix: str, count: int, per_request: int = 2500) -> list[str]:
-    """``count`` topics of 1 partition, RF 3, created in few big requests (2 records each)."""
+def create_pool(url: str, prefix: str, count: int, per_request: int = 1000) -> list[str]:
+    """``count`` topics of 1 partition, RF 3, created in requests of ``per_request`` topics (2
+    records each; at most request.max.batch.items, 1,000 by default)."""
     names = [f"{prefix}-{i}" for i in range(count)]
     for start in range(0, count, per_request):
         chunk = names[start:start + per_request]
