@@ -245,7 +245,8 @@ def delete_prefixed(url: str, prefix: str) -> None:
                        if str(t.get("name")).startswith(prefix + "-")])
 
 
-def delete_names(url: str, names: list[str], per_request: int = 5000) -> None:
+def delete_names(url: str, names: list[str], per_request: int = 1000) -> None:
+    """Deletes ``names`` in requests of at most request.max.batch.items (1,000 by default)."""
     for start in range(0, len(names), per_request):
         post(url, "delete-topics", {"topic_names": names[start:start + per_request]},
              timeout=120)
