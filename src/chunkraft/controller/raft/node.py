@@ -30,18 +30,20 @@ import pysyncobj.syncobj as _pysyncobj_syncobj
 from pysyncobj import (
     FAIL_REASON,
     SERIALIZER_STATE,
-    SyncObj,
     SyncObjConf,
     SyncObjConsumer,
     replicated,
 )
 
 from chunkraft.controller.raft.dump import read_dump, write_dump
+from chunkraft.controller.raft.durable_journal import DurableJournal
+from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
+from chunkraft.controller.raft.term_vote import load_term_vote
 from chunkraft.controller.raft.transport_guard import (
     APPEND_ENTRIES_BATCH_BYTES,
     TransportLimits,
@@ -60,11 +62,14 @@ _STATES = {0: "follower", 1: "candidate", 2: "leader"}
 
 
 def _conflict_only_journal(path: str | None) -> Any:
-    return ConflictOnlyJournal(_create_journal(path))
+    if path is None:
+        return ConflictOnlyJournal(_create_journal(path))
+    return ConflictOnlyJournal(DurableJournal(_create_journal(path), path))
 
 
 # Every SyncObj of this process gets a journal that truncates only on a conflict, as Raft does
-# (see safe_journal.py for what pysyncobj does instead and why it can lose acknowledged entries).
+# (see safe_journal.py for what pysyncobj does instead and why it can lose acknowledged entries),
+# and, on disk, stores term and vote durably with a CRC and syncs on demand (durable_journal.py).
 _create_journal = _pysyncobj_syncobj.createJournal
 _pysyncobj_syncobj.createJournal = _conflict_only_journal
 
@@ -135,10 +140,11 @@ class _EntryPoint(SyncObjConsumer):  # type: ignore[misc]
 class RaftNode:
     """A voter of the controller quorum; see :class:`~chunkraft.controller.raft.log.RaftLog`.
 
-    Durability: an outcome is handed back only after this node has msync'ed its journal, so the
-    leader never acknowledges an entry that is only in its page cache. Followers msync after
-    they apply. Term and vote are stored by pysyncobj with a rename but no fsync (see
-    ``docs/controller.md``). Thread-safe: proposals, status and the state machine's readers may
+    Durability (``docs/controller.md``): term and vote are fsynced, with a CRC, before any message
+    that depends on them is sent; a follower fdatasyncs its journal before it acknowledges
+    entries, and the leader before it counts its own entries toward a commit
+    (``durable_syncobj.py``); an outcome is handed back only after this node has synced its
+    journal again after applying. Thread-safe: proposals, status and the state machine's readers may
     run in any thread; everything else runs in pysyncobj's tick thread.
     """
 
@@ -199,8 +205,9 @@ class RaftNode:
         )
         others = [address for node, address in settings.voters.items() if node != self.node_id]
         self._transport_class = guarded_transport(settings.transport)
-        self._syncobj = SyncObj(settings.address, others, conf, consumers=[self._entry_point],
-                                transportClass=self._transport_class)
+        self._syncobj = DurableSyncObj(settings.address, others, conf,
+                                       consumers=[self._entry_point],
+                                       transportClass=self._transport_class)
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
         if isinstance(journal, ConflictOnlyJournal):
             syncobj = self._syncobj
@@ -211,7 +218,10 @@ class RaftNode:
         self._flush_thread.start()
 
     def _check_files(self) -> None:
-        """Refuses to start on a torn or corrupt journal or dump (JournalCorruptError)."""
+        """Refuses to start on a torn or corrupt journal, dump or term/vote file
+        (JournalCorruptError)."""
+        term_vote, _ = load_term_vote(self.settings.journal_path)
+        logger.info("Raft term %d, vote %r", term_vote.term, term_vote.voted_for)
         if self.settings.dump_path.exists():
             check_dump(self.settings.dump_path)
         if self.settings.journal_path.exists():

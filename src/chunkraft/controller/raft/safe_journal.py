@@ -98,7 +98,7 @@ class ConflictOnlyJournal:
         self._inner.deleteEntriesTo(position)
 
     def __getattr__(self, name: str) -> Any:
-        # setRaftCommitIndex, setCurrentTerm, flush, _destroy, onOneSecondTimer, ...
-        if name.startswith("set") or name in ("flush", "_destroy", "onOneSecondTimer"):
+        # setRaftCommitIndex, setCurrentTerm, flush, sync, _destroy, onOneSecondTimer, ...
+        if name.startswith("set") or name in ("flush", "sync", "_destroy", "onOneSecondTimer"):
             self._settle()
         return getattr(self._inner, name)

@@ -1,0 +1,132 @@
+"""DurableSyncObj: a follower's acknowledgement leaves only after its journal's fdatasync, and
+the leader syncs its own entries before pysyncobj's commit loop counts them.
+
+The SyncObj is built without its __init__ (no sockets, no tick thread): a scripted journal and
+transport record every call in one list, so the order is what the tests assert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pysyncobj import SyncObj
+
+from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
+
+
+class _Journal:
+    """Stands in for ConflictOnlyJournal(DurableJournal(...)): records syncs."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.unsynced = False
+        self.entries = [(b"", 1, 1)]
+
+    def add(self, index: int) -> None:
+        self.entries.append((b"x", index, 1))
+        self.unsynced = True
+
+    def sync(self) -> None:
+        if self.unsynced:
+            self.events.append(f"fdatasync through {self.entries[-1][1]}")
+            self.unsynced = False
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, item: Any) -> Any:
+        return self.entries[item]
+
+
+class _Transport:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def send(self, node: Any, message: dict[str, Any]) -> bool:
+        self.events.append(f"send {message['type']} {message['next_node_idx']} to {node}")
+        return True
+
+
+def _node(events: list[str]) -> tuple[DurableSyncObj, _Journal]:
+    node = DurableSyncObj.__new__(DurableSyncObj)
+    node._held_acks = []
+    node.acks_held = 0
+    journal = _Journal(events)
+    node._SyncObj__raftLog = journal
+    node._SyncObj__transport = _Transport(events)
+    return node, journal
+
+
+def _ack(node: DurableSyncObj, next_index: int | None = None) -> None:
+    # What pysyncobj's append_entries handler calls after appending a message's entries.
+    node._SyncObj__sendNextNodeIdx("leader", nextNodeIdx=next_index, success=True)
+
+
+def test_an_ack_of_unsynced_entries_waits_for_the_sync() -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+    journal.add(2)
+    _ack(node, 3)
+    assert events == []  # nothing acknowledged while entry 2 is only in the page cache
+    node._sync_journal_and_release_acks()
+    assert events == ["fdatasync through 2", "send next_node_idx 3 to leader"]
+    assert node.acks_held == 1
+
+
+def test_one_sync_per_tick_covers_every_message_of_the_tick() -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+    for index in (2, 3, 4):
+        journal.add(index)
+        _ack(node, index + 1)
+    node._sync_journal_and_release_acks()
+    assert events == ["fdatasync through 4", "send next_node_idx 3 to leader",
+                      "send next_node_idx 4 to leader", "send next_node_idx 5 to leader"]
+
+
+def test_an_ack_with_nothing_unsynced_leaves_at_once_but_never_overtakes_a_held_one() -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+    _ack(node)  # a heartbeat: nothing written, default index taken from the log
+    assert events == ["send next_node_idx 2 to leader"]
+    journal.add(2)
+    _ack(node, 3)
+    journal.sync()  # synced by someone else meanwhile: still behind the held ack
+    _ack(node, 3)
+    assert events[1:] == ["fdatasync through 2"]
+    node._sync_journal_and_release_acks()
+    assert events[2:] == ["send next_node_idx 3 to leader", "send next_node_idx 3 to leader"]
+
+
+def test_a_failing_sync_keeps_the_acks_held() -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+
+    def failing() -> None:
+        raise OSError(5, "EIO")
+
+    journal.add(2)
+    _ack(node, 3)
+    journal.sync = failing  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        node._sync_journal_and_release_acks()
+    assert events == [] and len(node._held_acks) == 1
+
+
+def test_every_tick_syncs_before_pysyncobjs_commit_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+    monkeypatch.setattr(SyncObj, "_onTick",
+                        lambda self, timeToWait=0.0: events.append("pysyncobj tick"))
+    journal.add(2)  # the leader's own entry, appended in the previous tick
+    node._onTick(0.0)
+    assert events == ["fdatasync through 2", "pysyncobj tick"]
+
+
+def test_a_new_leader_syncs_its_no_op_before_its_first_commit_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    node, journal = _node(events)
+    monkeypatch.setattr(SyncObj, "_SyncObj__onBecomeLeader", lambda self: journal.add(2))
+    node._SyncObj__onBecomeLeader()
+    assert events == ["fdatasync through 2"]
