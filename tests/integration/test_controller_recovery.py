@@ -1,6 +1,6 @@
 """Recovery with real controller processes: a follower behind the compacted log catches up from
-the leader's dump, and a node refuses to start on a corrupt journal or dump (then re-syncs once
-its Raft directory is removed)."""
+the leader's dump, and a node refuses to start on a corrupt journal, dump or term/vote file (then
+re-syncs once its Raft directory is removed)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
+from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.errors import JournalCorruptError
 from tests.support.cluster_client import (
@@ -247,3 +248,33 @@ def test_flipped_dump_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
             f"the log does not name the dump and the problem:\n{log[-3000:]}")
 
         restore_and_resync(cluster, victim, good.offset, good.image_hash)
+
+
+def test_flipped_term_vote_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
+        quorum: LocalCluster) -> None:
+    """pysyncobj alone read a damaged journal.meta as "term 0, no vote" and could vote twice in
+    one term; the CRC'd term/vote file makes the node refuse to start instead."""
+    cluster = quorum
+    with client_of(cluster) as client:
+        create_topics_one_by_one(client, "term", 5)
+        good = wait_converged(cluster, list(cluster.nodes))
+        _leader, victim = a_follower(cluster)
+        cluster.stop(victim)
+        term_file = term_vote_path(raft_dir(cluster, victim) / "journal")
+        stored = read_term_vote(term_file)
+        assert stored is not None and stored.term >= 1
+        data = bytearray(term_file.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        term_file.write_bytes(bytes(data))
+
+        log_start = log_size(cluster, victim)
+        cluster.start(victim)
+        status = wait_refused_start(cluster, victim, good.image_hash)
+        log = log_since(cluster, victim, log_start)
+        assert status != 0, log
+        assert str(term_file) in log and "term/vote" in log and "refusing to start" in log, (
+            f"the log does not name the term/vote file and why:\n{log[-3000:]}")
+
+        create_topics_one_by_one(client, "term-meanwhile", 3)
+        latest = wait_converged(cluster, [n for n in cluster.nodes if n != victim])
+        restore_and_resync(cluster, victim, latest.offset, latest.image_hash)

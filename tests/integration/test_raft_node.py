@@ -15,8 +15,10 @@ import pytest
 
 from chunkraft.controller.raft import BatchOutcome, BatchStatus, ProposalError, ProposedBatch
 from chunkraft.controller.raft.dump import read_dump_header
+from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
 from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
 from tests.support.raft import batch, key, topic_record, wait_until
@@ -230,3 +232,42 @@ def test_a_node_whose_state_machine_failed_keeps_its_journal_and_refuses_to_rest
     nodes.stop()
     with pytest.raises(JournalCorruptError, match="Raft index"):
         nodes.start()
+
+
+def test_followers_acknowledge_only_synced_entries_and_term_and_vote_survive_a_restart(
+        cluster: ClusterFactory) -> None:
+    nodes = cluster()
+    nodes.start()
+    leader = nodes.leader()
+    commit_topics(nodes, 0, 30)
+    nodes.wait_for_offset(29)
+    for node in nodes.nodes.values():
+        durable = node._syncobj._SyncObj__raftLog._inner  # ConflictOnlyJournal(DurableJournal)
+        assert isinstance(durable, DurableJournal)
+        assert durable.syncs > 0, f"node {node.node_id} never fdatasynced its journal"
+        if node is not leader:
+            # Every AppendEntries with entries left this follower's journal unsynced: its
+            # acknowledgement waited for the next tick's fdatasync.
+            assert node._syncobj.acks_held >= 30, (node.node_id, node._syncobj.acks_held)
+        stored = read_term_vote(term_vote_path(node.settings.journal_path))
+        assert stored is not None and stored.term == leader.epoch()
+    epoch = leader.epoch()
+    nodes.stop()
+    nodes.start()
+    assert all(n.epoch() >= epoch for n in nodes.nodes.values())
+    nodes.leader()
+    commit_topics(nodes, 30, 5)
+
+
+def test_a_node_refuses_to_start_on_a_corrupt_term_and_vote(cluster: ClusterFactory) -> None:
+    nodes = cluster()
+    nodes.start()
+    nodes.leader()
+    commit_topics(nodes, 0, 3)
+    nodes.stop()
+    term_file = term_vote_path(nodes.settings[2].journal_path)
+    data = bytearray(term_file.read_bytes())
+    data[len(data) - 1] ^= 0x01
+    term_file.write_bytes(bytes(data))
+    with pytest.raises(JournalCorruptError, match="term/vote file fails its CRC"):
+        nodes.start(2)
