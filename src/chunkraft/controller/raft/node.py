@@ -331,6 +331,11 @@ class RaftNode:
 
     def _read_dump(self, path: str) -> tuple[Any, Any, Any]:
         try:
+            # A dump streamed from the leader was renamed into place by pysyncobj with no
+            # fsync; this load comes before the follower acknowledges it (its journal is reset
+            # here, so DurableSyncObj holds that answer until the next sync): make it durable.
+            _fsync_file(path)
+            fsync_directory(Path(path).parent)
             header, image = read_dump(path)
         except Exception as error:
             self.state_machine.failure = f"the Raft dump cannot be loaded: {error}"
@@ -517,6 +522,14 @@ class RaftNode:
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _call_safely(listener: Callable[..., None], *args: Any) -> None:
