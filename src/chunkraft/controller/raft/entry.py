@@ -27,7 +27,9 @@ from chunkraft.records.varint import decode_uvarint, encode_uvarint
 __all__ = [
     "ANY_OFFSET",
     "IDEMPOTENCY_KEY_SIZE",
+    "MAX_EPOCH",
     "EntryCorruptError",
+    "EpochOutOfRangeError",
     "ProposedBatch",
     "decode_entry",
     "encode_entry",
@@ -36,6 +38,10 @@ __all__ = [
 MAGIC = b"CRE1"
 ANY_OFFSET = -1
 IDEMPOTENCY_KEY_SIZE = 16
+MAX_EPOCH = 2**31 - 1
+"""The highest Raft term chunkraft can use: the term is the KRaft epoch, an int32 in every batch
+(and in Kafka's protocol). A term above it can be neither encoded nor led with, so it is refused
+wherever it enters (journal at start, Raft messages) and never adopted."""
 
 _COUNT = struct.Struct(">I")
 _BATCH_HEAD = struct.Struct(">II")
@@ -44,6 +50,10 @@ _BODY_HEAD = struct.Struct(">16sqiqI")
 
 class EntryCorruptError(ChunkraftError):
     """A Raft entry's payload is not what :func:`encode_entry` wrote (a CRC or length fails)."""
+
+
+class EpochOutOfRangeError(ChunkraftError):
+    """A batch's epoch does not fit its int32 field (above :data:`MAX_EPOCH`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +92,15 @@ def _encode_batch(batch: ProposedBatch) -> bytes:
 
 
 def encode_entry(batches: Sequence[ProposedBatch]) -> bytes:
-    """The payload for one Raft entry holding ``batches`` in order."""
+    """The payload for one Raft entry holding ``batches`` in order.
+
+    Raises :class:`EpochOutOfRangeError` if a batch's epoch does not fit the int32 field (a
+    typed error the proposer turns into "not the controller", never a bare ``struct.error``).
+    """
+    for batch in batches:
+        if not -MAX_EPOCH - 1 <= batch.epoch <= MAX_EPOCH:
+            raise EpochOutOfRangeError(
+                f"epoch {batch.epoch} does not fit the batch's int32 epoch field")
     return b"".join([MAGIC, _COUNT.pack(len(batches)), *map(_encode_batch, batches)])
 
 

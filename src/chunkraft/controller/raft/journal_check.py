@@ -8,6 +8,15 @@ unpickles to a call of our one entry point with plain data only (no class is eve
 every chunkraft entry must pass its CRCs; the dump must be whole with its header and batch CRCs
 good. chunkraft never writes membership or code-version commands (dynamic membership is off), so
 those are refused too: a flipped type byte must not hide an entry that pysyncobj would then skip.
+
+Terms get two more checks (issue 24). pysyncobj starts with ``currentTerm = max(stored term,
+last entry's term)``, so one flipped byte in the last record's term made a follower's log look
+the most up to date: it won the next election, overwrote an applied entry elsewhere, and pushed
+the quorum to a term no epoch field can hold. A node only ever appends entries of a term it has
+first stored as its current term (``DurableJournal.setCurrentTerm`` is durable before the entry
+arrives), so an entry whose term exceeds the stored current term (``journal.term``) is damage,
+as is any term above :data:`~.entry.MAX_EPOCH`.
+
 Anything else stops the start with a report naming the file, the byte and the Raft index.
 """
 
@@ -23,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.controller.raft.dump import read_dump_header
-from chunkraft.controller.raft.entry import decode_entry
+from chunkraft.controller.raft.entry import MAX_EPOCH, decode_entry
 from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError, SnapshotError
 from chunkraft.records.files import read_embedded_snapshot_batches
 
@@ -80,10 +89,13 @@ def _payload_of(command: bytes) -> bytes | None:
     raise pickle.UnpicklingError(f"unexpected command shape {type(decoded).__name__}")
 
 
-def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
+def check_journal(path: str | os.PathLike[str], current_term: int | None = None
+                  ) -> JournalCheck:
     """Reads the whole journal at ``path``; raises :class:`JournalCorruptError` at the first
-    record that is torn, out of order or fails a chunkraft CRC."""
+    record that is torn, out of order, fails a chunkraft CRC, has a term above
+    :data:`~.entry.MAX_EPOCH` or (when given) above ``current_term``, the node's stored term."""
     label = str(path)
+    highest = MAX_EPOCH if current_term is None else min(current_term, MAX_EPOCH)
     data = Path(path).read_bytes()
     if len(data) < _FIRST_RECORD_AT:
         raise JournalCorruptError("the journal is shorter than its header", label, 0)
@@ -111,6 +123,14 @@ def check_journal(path: str | os.PathLike[str]) -> JournalCheck:
         index, term = struct.unpack_from("<QQ", data, position + 4)
         if last != -1 and index != last + 1:
             raise JournalCorruptError(f"Raft index {index} follows index {last}", label, position)
+        if term > highest:
+            # Byte of the term field itself, so the report points at what flipped.
+            raise JournalCorruptError(
+                f"Raft index {index} (the record at byte {position}) has term {term}, above "
+                + (f"the largest term an epoch can hold ({MAX_EPOCH})" if term > MAX_EPOCH
+                   else f"this node's stored current term {current_term} (journal.term)")
+                + ": a damaged term would make this node's log look newer than it is",
+                label, position + 12)
         if term < last_term:
             raise JournalCorruptError(f"Raft index {index} has term {term}, below the term "
                                       f"{last_term} of the entry before it", label, position)

@@ -43,7 +43,7 @@ from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
-from chunkraft.controller.raft.term_vote import load_term_vote
+from chunkraft.controller.raft.term_vote import load_term_vote, term_vote_path
 from chunkraft.controller.raft.transport_guard import (
     APPEND_ENTRIES_BATCH_BYTES,
     TransportLimits,
@@ -220,12 +220,17 @@ class RaftNode:
     def _check_files(self) -> None:
         """Refuses to start on a torn or corrupt journal, dump or term/vote file
         (JournalCorruptError)."""
-        term_vote, _ = load_term_vote(self.settings.journal_path)
+        journal = self.settings.journal_path
+        term_vote, _ = load_term_vote(journal)
         logger.info("Raft term %d, vote %r", term_vote.term, term_vote.voted_for)
+        # With neither journal.term nor pysyncobj's journal.meta, "term 0" means "unknown", not
+        # "stored 0": only the epoch range and the log's own order can be checked then.
+        term_known = (term_vote_path(journal).exists()
+                      or Path(f"{os.fspath(journal)}.meta").exists())
         if self.settings.dump_path.exists():
             check_dump(self.settings.dump_path)
         if self.settings.journal_path.exists():
-            result = check_journal(self.settings.journal_path)
+            result = check_journal(journal, current_term=term_vote.term if term_known else None)
             logger.info("journal checked: %d entries, %d chunkraft entries, indexes %d..%d",
                         result.entries, result.chunkraft_entries, result.first_index,
                         result.last_index)

@@ -17,6 +17,7 @@ from chunkraft.controller.raft import BatchStatus
 from chunkraft.controller.raft.dump import write_dump
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.raft.term_vote import TermVote, store_term_vote, term_vote_path
 from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
 from tests.support.raft import batch, topic_record, wait_until
@@ -287,4 +288,98 @@ def test_a_node_refuses_to_start_on_a_corrupt_journal(journal: bytes, tmp_path: 
     garbled[record.end - 10] ^= 0x01
     settings.journal_path.write_bytes(garbled)
     with pytest.raises(JournalCorruptError, match=f"Raft index {record.index}"):
+        RaftNode(settings)
+
+
+# ---------------------------------------------------------------- terms (issue 24)
+
+
+def flip_term_byte(journal: bytes, record: Record, byte: int, mask: int = 0xFF) -> bytearray:
+    """``journal`` with byte ``byte`` (0 = lowest) of ``record``'s u64 term XORed by ``mask``."""
+    flipped = bytearray(journal)
+    flipped[record.position + 12 + byte] ^= mask
+    return flipped
+
+
+def test_the_issue_24_flip_is_refused_naming_file_byte_and_index(
+    journal: bytes, path: Path
+) -> None:
+    """The issue's exact damage: the term's second-highest byte of the last record flipped."""
+    record = records_of(journal)[-1]
+    path.write_bytes(flip_term_byte(journal, record, 6))
+    with pytest.raises(JournalCorruptError) as error:
+        check_journal(path, current_term=record.term)
+    assert error.value.path == str(path)
+    assert error.value.position == record.position + 12  # the term field itself
+    assert f"Raft index {record.index} (the record at byte {record.position})" in str(error.value)
+    assert "largest term an epoch can hold" in str(error.value)
+    # Refused on the epoch range alone, even without a stored term to compare with.
+    with pytest.raises(JournalCorruptError, match=f"Raft index {record.index}"):
+        check_journal(path)
+
+
+def test_a_term_above_the_stored_current_term_is_refused(journal: bytes, path: Path) -> None:
+    entries = entries_of(journal)
+    current = entries[-1][2]
+    path.write_bytes(journal)
+    check_journal(path, current_term=current)  # the real journal and its own term pass
+    command, index, _term = entries[-1]
+    entries[-1] = (command, index, current + 1)  # raised, still a valid epoch
+    path.write_bytes(with_records(journal, entries))
+    with pytest.raises(JournalCorruptError,
+                       match=f"Raft index {index} .* stored current term {current}"):
+        check_journal(path, current_term=current)
+
+
+def test_a_lowered_term_is_refused(journal: bytes, path: Path) -> None:
+    entries = entries_of(journal)
+    command, index, term = entries[-1]
+    assert term > 0 and entries[-2][2] == term
+    entries[-1] = (command, index, term - 1)
+    path.write_bytes(with_records(journal, entries))
+    with pytest.raises(JournalCorruptError, match=f"Raft index {index} has term {term - 1}"):
+        check_journal(path, current_term=term)
+
+
+def test_a_duplicated_or_missing_index_is_refused(journal: bytes, path: Path) -> None:
+    entries = entries_of(journal)
+    duplicated = [*entries[:4], entries[3], *entries[4:]]
+    path.write_bytes(with_records(journal, duplicated))
+    with pytest.raises(JournalCorruptError, match=f"Raft index {entries[3][1]} follows"):
+        check_journal(path, current_term=entries[-1][2])
+    missing = [*entries[:3], *entries[4:]]
+    path.write_bytes(with_records(journal, missing))
+    with pytest.raises(JournalCorruptError, match=f"Raft index {entries[4][1]} follows"):
+        check_journal(path, current_term=entries[-1][2])
+
+
+def test_every_bit_flip_in_any_records_term_is_refused(journal: bytes, path: Path) -> None:
+    """All 64 single-bit flips of the term of every record after the first term change: none
+    passes the start-up check (a raised term is above the stored term or the next entry's, a
+    lowered one below the previous entry's). Record 2 is left out on purpose: its term 1 can
+    become 0, the term of record 1, and nothing but a CRC over the record would see that."""
+    records = records_of(journal)
+    current = records[-1].term
+    assert records[1].term != records[0].term
+    assert all(record.term == current for record in records[1:])
+    for record in records[2:]:
+        for byte in range(8):
+            for bit in range(8):
+                path.write_bytes(flip_term_byte(journal, record, byte, 1 << bit))
+                with pytest.raises(JournalCorruptError, match="term"):
+                    check_journal(path, current_term=current)
+
+
+def test_a_node_refuses_to_start_on_a_term_above_its_stored_term(
+    journal: bytes, tmp_path: Path
+) -> None:
+    (port,) = free_ports(1)
+    settings = RaftSettings(node_id=1, voters={1: f"127.0.0.1:{port}"}, data_dir=tmp_path,
+                            password="test", cluster_id=uuid.uuid4())
+    settings.journal_path.parent.mkdir(parents=True)
+    record = records_of(journal)[-1]
+    store_term_vote(term_vote_path(settings.journal_path), TermVote(record.term, None))
+    settings.journal_path.write_bytes(flip_term_byte(journal, record, 6))
+    with pytest.raises(JournalCorruptError,
+                       match=f"Raft index {record.index} .*at byte {record.position + 12}"):
         RaftNode(settings)
