@@ -3,7 +3,9 @@
 One function decides for ``GET /readyz`` and for the quorum status (``quorum describe``), so the
 two never disagree. The checks, in order: the metadata log is applying; the Raft thread has
 ticked within the longest election timeout (a thread stalled that long loses its followers or
-its leader while its other state still reads "leader, quorum"); a leader is known; this node is
+its leader while its other state still reads "leader, quorum"); the Raft term fits the int32
+epoch (a node at a larger term can neither lead nor follow a leader that could write, issue 24);
+a leader is known; this node is
 in touch with a majority; it has applied all but :data:`READY_MAX_LAG_ENTRIES` of the entries it
 knows are committed.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.log import QuorumStatus
 
 __all__ = ["READY_MAX_LAG_ENTRIES", "Readiness", "assess_readiness"]
@@ -46,6 +49,9 @@ def assess_readiness(status: QuorumStatus) -> Readiness:
     elif status.raft_thread_stalled:
         reason = (f"the Raft thread has not ticked for {status.tick_lag_seconds:.2f} s, more "
                   f"than the election timeout ({status.tick_lag_limit_seconds:.2f} s)")
+    elif status.epoch > MAX_EPOCH:
+        reason = (f"the Raft term {status.epoch} is above {MAX_EPOCH}, the largest epoch a "
+                  "batch can hold: no leader at this term can commit")
     elif status.leader_id is None:
         reason = "no leader is known"
     elif not status.has_quorum:

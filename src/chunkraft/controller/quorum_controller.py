@@ -41,7 +41,12 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
-from chunkraft.controller.raft.entry import ANY_OFFSET, IDEMPOTENCY_KEY_SIZE, ProposedBatch
+from chunkraft.controller.raft.entry import (
+    ANY_OFFSET,
+    IDEMPOTENCY_KEY_SIZE,
+    MAX_EPOCH,
+    ProposedBatch,
+)
 from chunkraft.controller.raft.log import ProposalError, RaftLog
 from chunkraft.controller.raft.state_machine import NO_KEY, BatchOutcome, BatchStatus, TailRead
 from chunkraft.controller.result import ControllerResult, Operation
@@ -360,6 +365,14 @@ class QuorumController:
                 Errors.NOT_CONTROLLER,
                 f"node {self.raft.node_id} is not the leader; the leader is "
                 f"{'unknown' if leader is None else f'node {leader}'}")
+        epoch = self.raft.epoch()
+        if epoch > MAX_EPOCH:
+            # Whatever the Raft layer says, a term past int32 cannot be written in a batch
+            # (issue 24): answer "not the controller", never let struct.error become a 500.
+            raise ApiException(
+                Errors.NOT_CONTROLLER,
+                f"node {self.raft.node_id} is at Raft term {epoch}, above {MAX_EPOCH}, the "
+                "largest epoch a batch can hold: it cannot act as the controller")
 
     @staticmethod
     def _committed(outcome: BatchOutcome, response_type: type[R]) -> WriteResult[R]:

@@ -14,6 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from chunkraft.api.readiness import assess_readiness
+from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.log import QuorumStatus, TickWatch, VoterStatus
 from tests.unit.api.support import V1, FollowerRaft, running_node
 
@@ -108,3 +109,14 @@ def test_readyz_quorum_describe_and_metrics_show_a_stalled_raft_thread() -> None
             assert (await node.http.get(f"{V1}/quorum")).json()["not_ready_reason"] is None
 
     asyncio.run(scenario())
+
+
+def test_a_term_no_epoch_can_hold_is_not_ready() -> None:
+    """Issue 24: at term 71776119061217291 no leader could commit; /readyz must say so."""
+    ticks = TickWatch(ELECTION_TIMEOUT_MAX)
+    ticks.tick()
+    at_the_limit = dataclasses.replace(leader_status(ticks), epoch=MAX_EPOCH)
+    assert assess_readiness(at_the_limit).ready
+    beyond = assess_readiness(dataclasses.replace(leader_status(ticks), epoch=MAX_EPOCH + 1))
+    assert not beyond.ready
+    assert beyond.reason is not None and str(MAX_EPOCH + 1) in beyond.reason

@@ -696,3 +696,27 @@ def test_a_leadership_change_during_offloaded_validation_validates_again() -> No
     run(raft, body)
     assert calls == ["second", "second"]  # validated again after the change
     assert sorted(topic_names(raft)) == ["first", "second"]
+
+
+def test_a_term_past_the_epoch_range_answers_not_controller_not_an_error() -> None:
+    """Issue 24: at term 71776119061217291 every write raised struct.error (HTTP 500)."""
+    raft = LocalRaft()
+    raft._epoch = 71776119061217291  # what one flipped journal byte made the quorum's term
+    calls: list[str] = []
+
+    async def body(controller: QuorumController) -> None:
+        with pytest.raises(ApiException) as error:
+            await controller.write(create_topic("orders", calls), TopicResponse)
+        assert error.value.error is Errors.NOT_CONTROLLER
+        assert "71776119061217291" in error.value.message
+
+    run(raft, body)
+    assert calls == []
+    assert log_records(raft) == []
+
+
+def test_local_raft_fails_a_batch_it_cannot_encode_as_a_proposal_error() -> None:
+    raft = LocalRaft()
+    future = raft.propose([batch([NoOpRecord()], epoch=2**31)])
+    with pytest.raises(ProposalError, match="EPOCH_OUT_OF_RANGE"):
+        future.result(1)

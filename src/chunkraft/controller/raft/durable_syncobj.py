@@ -16,6 +16,9 @@ This subclass, used with ``durable_journal.DurableJournal``:
   leader's own entries, and right after a new leader appends its no-op (a one-node cluster
   could otherwise commit it in the same tick).
 
+It also drops, and logs, every message carrying a term outside 0..MAX_EPOCH (``term_range.py``,
+issue 24) before pysyncobj reads it: such a term is never adopted, voted for or appended.
+
 Term and vote need nothing here: ``DurableJournal.setCurrentTerm`` stores them durably before
 it returns, and pysyncobj sends its RequestVote, vote and AppendEntries only after that call.
 
@@ -24,11 +27,20 @@ Runs in pysyncobj's tick thread; nothing here is for other threads.
 
 from __future__ import annotations
 
+import logging
+import pickle
+import time
 from typing import Any
 
 from pysyncobj import SyncObj
 
+from chunkraft.controller.raft.term_range import out_of_range_term
+
 __all__ = ["DurableSyncObj"]
+
+logger = logging.getLogger(__name__)
+
+_REFUSAL_LOG_INTERVAL = 1.0  # seconds: a peer repeating a bad term must not flood the log
 
 
 class DurableSyncObj(SyncObj):  # type: ignore[misc]
@@ -43,6 +55,9 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         self._held_acks: list[tuple[Any, bool, int, bool]] = []
         self.acks_held = 0
         """Acknowledgements that waited for a sync (for tests and status)."""
+        self.messages_refused = 0
+        """Raft messages dropped for a term outside 0..MAX_EPOCH (for tests and status)."""
+        self._refusal_logged_at = float("-inf")
         super().__init__(*args, **kwargs)
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
@@ -79,6 +94,32 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
             return
         SyncObj._SyncObj__sendNextNodeIdx(self, node, reset=reset, nextNodeIdx=nextNodeIdx,
                                           success=success)
+
+    # pysyncobj's private method (SyncObj.__onMessageReceived); its transport callback is bound
+    # by the mangled name in SyncObj.__init__, so this override sees every message first.
+    def _SyncObj__onMessageReceived(self, node: Any, message: Any) -> None:
+        why = out_of_range_term(message, self._completed_entries(message))
+        if why is not None:
+            self.messages_refused += 1
+            now = time.monotonic()
+            if now - self._refusal_logged_at >= _REFUSAL_LOG_INTERVAL:
+                self._refusal_logged_at = now
+                logger.error("dropped a Raft %s message from %s: %s (%d dropped so far); a term "
+                             "no epoch can hold is never adopted", message.get("type"),
+                             getattr(node, "address", node), why, self.messages_refused)
+            return
+        SyncObj._SyncObj__onMessageReceived(self, node, message)
+
+    def _completed_entries(self, message: Any) -> list[Any]:
+        """The entry a final piece of a large AppendEntries completes (pysyncobj reassembles it
+        itself, after our check), so its term is checked too; [] for any other message."""
+        if not (isinstance(message, dict) and message.get("transmission") == "finish"):
+            return []
+        try:
+            # The same bytes pysyncobj unpickles next, from the same authenticated peer.
+            return [pickle.loads(self._SyncObj__recvTransmission + message["data"])]
+        except Exception:
+            return []  # pysyncobj's own handling of a broken transmission applies
 
     def _SyncObj__onBecomeLeader(self) -> None:
         SyncObj._SyncObj__onBecomeLeader(self)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
+from chunkraft.controller.raft.entry import EpochOutOfRangeError, ProposedBatch, encode_entry
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 
@@ -39,7 +39,12 @@ class LocalRaft:
             if not self._leader:
                 future.set_exception(ProposalError("NOT_LEADER"))
                 return future
-            outcome = self.state_machine.apply_entry(encode_entry(batches))
+            try:
+                payload = encode_entry(batches)
+            except EpochOutOfRangeError as error:  # as RaftNode: a value, never a raise
+                future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+                return future
+            outcome = self.state_machine.apply_entry(payload)
             self._index += 1
             if self._fail_next:
                 # The entry committed, but the proposer never hears so: an unknown outcome.

@@ -107,7 +107,8 @@ class RaftLog(Protocol):
     """A Raft-replicated log of entries that feed :attr:`state_machine`.
 
     ``propose`` returns a future resolved with one outcome per batch once the entry is committed,
-    applied on this node and flushed to its disk, or failed with :class:`ProposalError`.
+    applied on this node and flushed to its disk, or failed with :class:`ProposalError` (also for
+    a batch whose epoch cannot be encoded: ``EPOCH_OUT_OF_RANGE``; it never raises for that).
     Listeners are called from the Raft thread: they must be quick and must not raise.
     """
 

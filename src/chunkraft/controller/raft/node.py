@@ -38,7 +38,12 @@ from pysyncobj import (
 from chunkraft.controller.raft.dump import read_dump, write_dump
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
-from chunkraft.controller.raft.entry import ProposedBatch, encode_entry
+from chunkraft.controller.raft.entry import (
+    MAX_EPOCH,
+    EpochOutOfRangeError,
+    ProposedBatch,
+    encode_entry,
+)
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
@@ -435,7 +440,12 @@ class RaftNode:
         if self._closed:
             future.set_exception(ProposalError("the node is stopping"))
             return future
-        payload = encode_entry(batches)
+        try:
+            payload = encode_entry(batches)
+        except EpochOutOfRangeError as error:
+            # A term past int32 cannot be led with (issue 24): "not the controller", never a 500.
+            future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+            return future
 
         def callback(result: Any, error: int) -> None:
             self._on_result(future, result, error)
@@ -444,7 +454,10 @@ class RaftNode:
         return future
 
     def is_leader(self) -> bool:
-        return bool(self._syncobj._isLeader()) and bool(self._syncobj.hasQuorum)
+        # A leader whose term no epoch field can hold cannot commit anything (issue 24): it
+        # says it is not the controller, so clients look elsewhere and get no 500.
+        return (bool(self._syncobj._isLeader()) and bool(self._syncobj.hasQuorum)
+                and self.epoch() <= MAX_EPOCH)
 
     def leader_id(self) -> int | None:
         leader = self._syncobj._getLeader()
