@@ -278,3 +278,63 @@ def test_flipped_term_vote_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
         create_topics_one_by_one(client, "term-meanwhile", 3)
         latest = wait_converged(cluster, [n for n in cluster.nodes if n != victim])
         restore_and_resync(cluster, victim, latest.offset, latest.image_hash)
+
+
+def flip_last_record_term(journal: Path) -> tuple[int, int, int]:
+    """Issue 24's damage: XOR 0xFF into the second-highest byte of the last record's u64 term
+    (term 11 became 71776119061217291 there). Returns (byte flipped, Raft index, new term)."""
+    data = bytearray(journal.read_bytes())
+    command_at, index, _command = journal_records(bytes(data))[-1]
+    term_at = command_at - 8  # u32 size | u64 index | u64 term | command
+    data[term_at + 6] ^= 0xFF
+    journal.write_bytes(bytes(data))
+    (term,) = struct.unpack_from("<Q", data, term_at)
+    return term_at, index, term
+
+
+def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keeps_writing(
+        quorum: LocalCluster) -> None:
+    """Issue 24's sequence with real processes: write load, stop a follower, flip a byte of the
+    term of its last journal record, start it. Before the fix it started ("journal checked"),
+    won the next election with its huge term, truncated an applied entry on a healthy node and
+    left the quorum at a term no epoch could hold (HTTP 500 on every write). Now it refuses to
+    start naming the file, the term's byte and the index, and the others keep leading."""
+    cluster = quorum
+    with client_of(cluster) as client:
+        create_topics_one_by_one(client, "term-flip", 30)
+        good = wait_converged(cluster, list(cluster.nodes))
+        _leader, victim = a_follower(cluster)
+        cluster.stop(victim)
+        journal = raft_dir(cluster, victim) / "journal"
+        stored = read_term_vote(term_vote_path(journal))
+        assert stored is not None
+        check_journal(journal, current_term=stored.term)  # whole before the flip
+        term_at, index, term = flip_last_record_term(journal)
+        assert term > 2**31 - 1, term
+        with pytest.raises(JournalCorruptError, match=f"Raft index {index} "):
+            check_journal(journal, current_term=stored.term)
+
+        starts = {n: log_size(cluster, n) for n in cluster.nodes}
+        cluster.start(victim)
+        # Writes go on while the damaged node tries to start: every one is acknowledged.
+        create_topics_one_by_one(client, "term-flip-during", 10)
+        status = wait_refused_start(cluster, victim, good.image_hash)
+        log = log_since(cluster, victim, starts[victim])
+        assert status != 0, log
+        assert (str(journal) in log and f"Raft index {index}" in log
+                and f"at byte {term_at}" in log and str(term) in log), (
+            f"the log does not name the journal, index {index}, byte {term_at} and term "
+            f"{term}:\n{log[-3000:]}")
+        assert "journal checked" not in log
+
+        create_topics_one_by_one(client, "term-flip-after", 5)
+        others = [n for n in cluster.nodes if n != victim]
+        latest = wait_converged(cluster, others)
+        assert wait_leader(cluster) in others
+        for node_id in others:
+            status_of = cluster.status(node_id, timeout=5)
+            assert status_of is not None and int(str(status_of["epoch"])) <= 2**31 - 1, status_of
+            other_log = log_since(cluster, node_id, starts[node_id])
+            assert "CRITICAL" not in other_log, (  # no applied entry truncated anywhere
+                f"node {node_id} logged CRITICAL:\n{other_log[-3000:]}")
+        restore_and_resync(cluster, victim, latest.offset, latest.image_hash)
