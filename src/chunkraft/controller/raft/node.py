@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pysyncobj.syncobj as _pysyncobj_syncobj
 from pysyncobj import (
@@ -46,7 +46,7 @@ from chunkraft.controller.raft.entry import (
 )
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
-from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
+from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION, ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.controller.raft.term_vote import load_term_vote, term_vote_path
 from chunkraft.controller.raft.transport_guard import (
@@ -164,6 +164,7 @@ class RaftNode:
         self._done_lock = threading.Lock()
         self._applied_since_flush = False
         self._closed = False
+        self._exit: Callable[[int], NoReturn] = os._exit  # the fail-stop; replaced in tests
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
@@ -217,6 +218,7 @@ class RaftNode:
         if isinstance(journal, ConflictOnlyJournal):
             syncobj = self._syncobj
             journal.last_applied = lambda: int(syncobj.raftLastApplied)
+            journal.on_applied_truncation = self._fail_stop
         self._syncobj.addOnTickCallback(self._after_tick)
         self._flush_thread = threading.Thread(target=self._flusher, name="chunkraft-flush",
                                               daemon=True)
@@ -239,6 +241,21 @@ class RaftNode:
             logger.info("journal checked: %d entries, %d chunkraft entries, indexes %d..%d",
                         result.entries, result.chunkraft_entries, result.first_index,
                         result.last_index)
+
+    def _fail_stop(self, first_index: int, why: str) -> NoReturn:
+        """Ends the process: a leader would replace an entry this node applied (a broken Raft
+        invariant, issue 24). Nothing is truncated and nothing more is applied or acknowledged;
+        the exit status says why, and removing ``raft/`` re-syncs the node from the quorum."""
+        logger.critical(
+            "FAIL-STOP: the leader's log conflicts with Raft index %d, which this node has "
+            "already applied (%s). Truncating it would apply a second history on top of the "
+            "first, so the node exits with status %d and its journal untouched. Compare image "
+            "hashes across nodes, then remove %s to re-sync this node from the quorum",
+            first_index, why, EXIT_APPLIED_TRUNCATION, self.settings.journal_path.parent)
+        for handler in logging.getLogger().handlers:  # os._exit skips the usual flush
+            handler.flush()
+        self._exit(EXIT_APPLIED_TRUNCATION)
+        raise AssertionError("unreachable: the exit function returned")
 
     # ------------------------------------------------------------------ tick thread
 

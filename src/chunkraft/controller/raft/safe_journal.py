@@ -13,7 +13,16 @@ entries start; each ``add`` that finds the same index with the same term keeps t
 entry, and the first one with another term truncates from there, as Raft does. Entries after
 the message's last one are kept only if they carry the current term, since those can only come
 from the current leader (Log Matching); older ones might conflict with the leader's log and
-pysyncobj would count them as committed (it commits up to its last index), so they are dropped.
+pysyncobj would count them as committed (it commits up to its last index), so they are dropped,
+unless this node has applied them: an applied entry is committed, so every later leader holds
+it at the same index and term (Leader Completeness), and it is kept.
+
+An applied entry is never truncated. A leader whose entry conflicts with one this node applied
+means a Raft safety property is already broken (in issue 24, a follower elected on a corrupt
+term overwrote an applied entry of a healthy node): going on would apply a second, different
+history on top of the first. The journal then calls its ``on_applied_truncation`` *instead of*
+truncating; ``node.py`` makes that a fail-stop (CRITICAL log, exit status
+:data:`EXIT_APPLIED_TRUNCATION`), and the node is re-synced by removing its ``raft/`` directory.
 """
 
 from __future__ import annotations
@@ -22,9 +31,33 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ConflictOnlyJournal"]
+from chunkraft.errors import ChunkraftError
+
+__all__ = ["EXIT_APPLIED_TRUNCATION", "AppliedEntryTruncationError", "ConflictOnlyJournal"]
 
 logger = logging.getLogger(__name__)
+
+EXIT_APPLIED_TRUNCATION = 70
+"""The controller's exit status when its leader would truncate an applied entry (EX_SOFTWARE:
+an internal invariant is broken, not a configuration or I/O problem)."""
+
+
+class AppliedEntryTruncationError(ChunkraftError):
+    """A leader's entry conflicts with one this node has applied; the journal was left as is.
+
+    Raised by the default :attr:`ConflictOnlyJournal.on_applied_truncation`; ``first_index`` is
+    the applied entry the leader's would replace.
+    """
+
+    def __init__(self, first_index: int, why: str) -> None:
+        super().__init__(f"refusing to truncate the Raft log from applied index {first_index}: "
+                         f"{why}")
+        self.first_index = first_index
+        self.why = why
+
+
+def _refuse(first_index: int, why: str) -> None:
+    raise AppliedEntryTruncationError(first_index, why)
 
 
 class ConflictOnlyJournal:
@@ -37,6 +70,9 @@ class ConflictOnlyJournal:
         self._inner = inner
         self._cursor: int | None = None  # position of the next entry a follower message gives
         self.last_applied: Callable[[], int] = lambda: 0
+        self.on_applied_truncation: Callable[[int, str], None] = _refuse
+        """Called, instead of truncating, with the first applied index a truncation would
+        remove and why; must not return (``node.py`` exits the process)."""
 
     # ------------------------------------------------------------ the follower's write path
 
@@ -66,8 +102,10 @@ class ConflictOnlyJournal:
         self._cursor = None
         inner = self._inner
         term = inner.getCurrentTerm()
+        applied = self.last_applied()
         for position in range(cursor, len(inner)):
-            if inner[position][2] != term:
+            # An applied entry is committed: the leader has it too, so it is never dropped here.
+            if inner[position][2] != term and inner[position][1] > applied:
                 self._truncate(position, f"entries after the leader's are of term "
                                          f"{inner[position][2]}, not {term}")
                 return
@@ -75,8 +113,14 @@ class ConflictOnlyJournal:
     def _truncate(self, position: int, why: str) -> None:
         inner = self._inner
         first = inner[position][1]
-        level = logging.CRITICAL if first <= self.last_applied() else logging.INFO
-        logger.log(level, "truncating the Raft log from index %d: %s", first, why)
+        applied = self.last_applied()
+        if first <= applied:
+            logger.critical("the leader's log conflicts with applied Raft index %d (applied up "
+                            "to %d): %s; stopping instead of truncating it", first, applied, why)
+            self._cursor = None
+            self.on_applied_truncation(first, why)
+            raise AppliedEntryTruncationError(first, why)  # the callback must not return
+        logger.info("truncating the Raft log from index %d: %s", first, why)
         inner.deleteEntriesFrom(position)
 
     # ------------------------------------------------------------ everything else, settled
