@@ -54,7 +54,7 @@ from chunkraft.controller.raft.transport_guard import (
     TransportLimits,
     guarded_transport,
 )
-from chunkraft.records.files._fsync import fsync_directory
+from chunkraft.records.files._fsync import fsync_directory, fsync_file
 
 __all__ = ["RaftNode", "RaftSettings"]
 
@@ -361,7 +361,7 @@ class RaftNode:
             # A dump streamed from the leader was renamed into place by pysyncobj with no
             # fsync; this load comes before the follower acknowledges it (its journal is reset
             # here, so DurableSyncObj holds that answer until the next sync): make it durable.
-            _fsync_file(path)
+            fsync_file(path)
             fsync_directory(Path(path).parent)
             header, image = read_dump(path)
         except Exception as error:
@@ -557,14 +557,6 @@ class RaftNode:
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
-
-
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _call_safely(listener: Callable[..., None], *args: Any) -> None:
