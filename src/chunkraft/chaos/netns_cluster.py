@@ -42,7 +42,7 @@ _OBSERVE = textwrap.dedent("""
     answers = {}
     for node, url in request["urls"].items():
         try:
-            req = urllib.request.Request(url + "/controller/v1/quorum",
+            req = urllib.request.Request(url + "/controller/v1/quorum" + request["query"],
                                          headers=request["headers"])
             with urllib.request.urlopen(req, timeout=request["timeout"]) as response:
                 answers[node] = json.load(response)
@@ -127,13 +127,15 @@ class NetnsCluster(LocalCluster):
                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
-    def statuses(self, node_ids: list[int] | None = None) -> dict[int, dict[str, Any] | None]:
+    def statuses(self, node_ids: list[int] | None = None, *, with_hash: bool = False
+                 ) -> dict[int, dict[str, Any] | None]:
         """Each node's ``/controller/v1/quorum`` answer (None if it did not answer), as the
-        observer host sees them."""
+        observer host sees them; ``with_hash`` adds each node's ``image_hash``."""
         assert self.hosts is not None and self.observer is not None
         targets = list(self.nodes) if node_ids is None else node_ids
         request = {"urls": {str(n): self.nodes[n].url for n in targets},
-                   "headers": self.headers, "timeout": self.OBSERVE_TIMEOUT}
+                   "headers": self.headers, "timeout": self.OBSERVE_TIMEOUT,
+                   "query": "?hash=true" if with_hash else ""}
         result = subprocess.run(self.hosts.command(self.observer, [sys.executable, "-c",
                                                                    _OBSERVE]),
                                 input=json.dumps(request), capture_output=True, text=True,
