@@ -14,9 +14,15 @@ Mechanisms, the simplest that are reliable on our machines (and why):
 - **Packet loss** (:meth:`NetworkFaults.loss`): an nftables table in the host's namespace drops
   ``numgen random mod 100 < percent`` of what leaves ``eth0`` (egress, like netem on the
   interface). Needs the ``nft`` command (Debian package ``nftables``).
-- **Delay** (:meth:`NetworkFaults.delay`): ``tc qdisc ... netem delay`` on the host's ``eth0``.
-  Needs a kernel with ``sch_netem``; :func:`netem_supported` says whether this one has it, and
-  :class:`FaultUnsupported` is raised when it has not (nftables cannot delay).
+- **Delay** (:meth:`NetworkFaults.delay`): egress, like loss. ``tc qdisc ... netem delay`` on
+  the host's ``eth0`` when the kernel has ``sch_netem`` (:func:`netem_supported`); otherwise
+  the NFQUEUE delayer (:mod:`chunkraft.chaos.delay`): a process in the host's namespace, plus
+  an iptables rule there that queues what leaves ``eth0`` to it (``-j NFQUEUE --queue-bypass``).
+  That needs the ``iptables`` command (Debian package ``iptables``; its nft and legacy
+  backends both work in a namespace) and a kernel with nfnetlink_queue and the xtables NFQUEUE
+  target. With neither, :class:`FaultUnsupported` (nftables alone cannot delay). The heal
+  removes the rule first, then stops the delayer by PID: it accepts what it still holds, and
+  with no listener ``--queue-bypass`` passes packets, so none is stranded.
 
 :meth:`NetworkFaults.heal_all` removes every fault this object made. Not thread-safe, except
 that a flap runs on its own thread until healed.
@@ -24,9 +30,15 @@ that a flap runs on its own thread until healed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
+import os
+import select
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,10 +49,13 @@ __all__ = [
     "FaultUnsupported",
     "NetworkFaults",
     "cut_pairs",
+    "delayer_command",
     "halves",
+    "iptables_available",
     "loss_ruleset",
     "netem_delay_command",
     "netem_supported",
+    "nfqueue_rule_command",
     "nft_available",
     "route_command",
 ]
@@ -48,6 +63,9 @@ __all__ = [
 LOSS_TABLE = "chunkraft_chaos"
 MAX_FLAP_CYCLES = 1000
 DEVICE = "eth0"
+DELAY_QUEUE = 200
+"""The NFQUEUE number of the delayer; each host's namespace has its own queues."""
+DELAYER_STOP_SECONDS = 5.0
 
 
 class FaultUnsupported(HostsError):
@@ -98,8 +116,32 @@ def netem_delay_command(netns: str, delay_ms: int, jitter_ms: int = 0) -> list[s
                               "delay", f"{delay_ms}ms", *jitter])
 
 
+def nfqueue_rule_command(netns: str, *, add: bool, queue: int = DELAY_QUEUE) -> list[str]:
+    """The iptables command that queues (or stops queueing) what leaves ``eth0`` to ``queue``.
+
+    ``--queue-bypass``: with no process bound to the queue, packets pass rather than drop.
+    """
+    return netns_exec(netns, ["iptables", "-w", "5", "-A" if add else "-D", "OUTPUT",
+                              "-o", DEVICE, "-j", "NFQUEUE", "--queue-num", str(queue),
+                              "--queue-bypass"])
+
+
+def delayer_command(delay_ms: int, jitter_ms: int = 0, *, queue: int = DELAY_QUEUE) -> list[str]:
+    """The command that runs the NFQUEUE delayer (:mod:`chunkraft.chaos.delay`)."""
+    if delay_ms <= 0:
+        raise ValueError("delay must be positive")
+    if not 0 <= jitter_ms <= delay_ms:
+        raise ValueError(f"jitter {jitter_ms} ms outside 0 .. {delay_ms} ms")
+    return [sys.executable, "-m", "chunkraft.chaos.delay", "--queue", str(queue),
+            "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms)]
+
+
 def nft_available() -> bool:
     return shutil.which("nft") is not None
+
+
+def iptables_available() -> bool:
+    return shutil.which("iptables") is not None
 
 
 def _run(argv: Sequence[str], *, stdin: str | None = None,
@@ -133,14 +175,19 @@ class NetworkFaults:
     """Network faults on ``hosts``; every fault made here is undone by its heal or heal_all.
 
     Contract: after :meth:`heal_all` returns, the hosts reach one another as before any fault
-    (no cut route, no loss table, no netem qdisc of ours, every link up, no flap running).
-    Not thread-safe (a flap's own thread only toggles its link).
+    (no cut route, no loss table, no netem qdisc or NFQUEUE rule of ours, no delayer running,
+    every link up, no flap running). Not thread-safe (a flap's own thread only toggles its
+    link).
     """
 
     hosts: Hosts
     cuts: set[tuple[int, int]] = field(default_factory=set)
     lossy: set[int] = field(default_factory=set)
     delayed: set[int] = field(default_factory=set)
+    delayers: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    """The delayed hosts that use the NFQUEUE delayer (the others use netem)."""
+    delay_reports: dict[int, dict[str, object]] = field(default_factory=dict)
+    """Per host, the counts its last NFQUEUE delayer printed when it stopped."""
     flaps: dict[int, _Flap] = field(default_factory=dict)
     links_down: set[int] = field(default_factory=set)
 
@@ -229,12 +276,61 @@ class NetworkFaults:
         self.lossy.add(index)
 
     def delay(self, index: int, delay_ms: int = 200, jitter_ms: int = 0) -> None:
-        """Delays every packet host ``index`` sends by ``delay_ms`` (netem)."""
-        result = _run(netem_delay_command(self.hosts[index].netns, delay_ms, jitter_ms),
-                      check=False)
-        if result.returncode != 0:
-            raise FaultUnsupported(f"delay needs netem (sch_netem): {result.stderr.strip()}")
+        """Delays every packet host ``index`` sends by ``delay_ms`` (netem, else NFQUEUE).
+
+        ``jitter_ms`` adds a uniform ``[-jitter, +jitter]``; netem then reorders packets, the
+        NFQUEUE delayer keeps their order. Delaying a host again replaces its delay.
+        """
+        netns = self.hosts[index].netns
+        command = netem_delay_command(netns, delay_ms, jitter_ms)
+        delayer = delayer_command(delay_ms, jitter_ms)
+        if index in self.delayed:
+            self._heal_delay(index)
+        netem = _run(command, check=False)
+        if netem.returncode == 0:
+            self.delayed.add(index)
+            return
+        if not iptables_available():
+            raise FaultUnsupported(
+                f"delay needs netem (sch_netem: {netem.stderr.strip()}) or the NFQUEUE "
+                "delayer, which needs the iptables command (package iptables)")
+        self.delayers[index] = self._start_delayer(index, delayer)
         self.delayed.add(index)
+
+    def _start_delayer(self, index: int, argv: list[str]) -> subprocess.Popen[bytes]:
+        """Starts the delayer on host ``index``, waits until it has bound, adds the rule."""
+        process = self.hosts.popen(index, argv, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        assert process.stdout is not None
+        ready = select.select([process.stdout], [], [], COMMAND_TIMEOUT_SECONDS)[0]
+        line = process.stdout.readline() if ready else b""
+        if not line.startswith(b'{"ready": true'):
+            report = _stop_process(process)
+            raise FaultUnsupported(
+                "delay needs netem (sch_netem) or nfnetlink_queue, and the NFQUEUE delayer "
+                f"did not start: {report}")
+        try:
+            _run(nfqueue_rule_command(self.hosts[index].netns, add=True))
+        except HostsError as error:
+            _stop_process(process)
+            raise FaultUnsupported(
+                f"delay needs netem (sch_netem) or the iptables NFQUEUE target: {error}"
+            ) from error
+        return process
+
+    def _heal_delay(self, index: int) -> None:
+        process = self.delayers.pop(index, None)
+        netns = self.hosts[index].netns
+        if process is None:
+            _run(netns_exec(netns, ["tc", "qdisc", "del", "dev", DEVICE, "root"]), check=False)
+        else:
+            # The rule first: from then on nothing new is queued; the delayer then accepts
+            # what it holds as it stops.
+            _run(nfqueue_rule_command(netns, add=False), check=False)
+            report = _stop_process(process)
+            with contextlib.suppress(ValueError):
+                self.delay_reports[index] = json.loads(report.splitlines()[-1])
+        self.delayed.discard(index)
 
     def heal_loss_and_delay(self) -> None:
         for index in sorted(self.lossy):
@@ -242,12 +338,26 @@ class NetworkFaults:
                             ["nft", "delete", "table", "inet", LOSS_TABLE]), check=False)
         self.lossy.clear()
         for index in sorted(self.delayed):
-            _run(netns_exec(self.hosts[index].netns,
-                            ["tc", "qdisc", "del", "dev", DEVICE, "root"]), check=False)
-        self.delayed.clear()
+            self._heal_delay(index)
 
     def heal_all(self) -> None:
         """Undoes every fault made here: flaps and links, partitions, loss and delay."""
         self.heal_links()
         self.heal_partitions()
         self.heal_loss_and_delay()
+
+
+def _stop_process(process: subprocess.Popen[bytes]) -> str:
+    """Stops ``process`` by its PID (SIGTERM, SIGKILL if it lingers); what it printed."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGTERM)
+    try:
+        out, err = process.communicate(timeout=DELAYER_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        out, err = process.communicate(timeout=DELAYER_STOP_SECONDS)
+    text = (out or b"").decode(errors="replace").strip()
+    problem = (err or b"").decode(errors="replace").strip()
+    return text or problem or f"exit {process.returncode}"

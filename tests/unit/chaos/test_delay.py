@@ -1,0 +1,320 @@
+"""The NFQUEUE delayer's pure pieces: nfnetlink_queue messages byte for byte, the schedule,
+the delayer against a socketpair standing in for the kernel, and how NetworkFaults picks it."""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import subprocess
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import pytest
+
+from chunkraft.chaos import delay as nfq
+from chunkraft.chaos import faults
+from chunkraft.chaos.delay import (
+    Delayer,
+    DelayerError,
+    DelaySchedule,
+    NetlinkMessage,
+    attribute,
+    config_message,
+    parse_attributes,
+    parse_error,
+    parse_messages,
+    parse_packet,
+    verdict_batch_message,
+)
+from chunkraft.chaos.faults import (
+    FaultUnsupported,
+    NetworkFaults,
+    delayer_command,
+    nfqueue_rule_command,
+)
+from chunkraft.chaos.netns import Hosts, Layout
+
+QUEUE_TYPE = 3 << 8  # NFNL_SUBSYS_QUEUE in the high byte
+
+
+def nlmsg(kind: int, flags: int, seq: int, body: bytes) -> bytes:
+    return struct.pack("=IHHII", 16 + len(body), kind, flags, seq, 0) + body
+
+
+def kernel_packet(queue: int, packet_id: int, *, hook: int = 3) -> bytes:
+    """An NFQNL_MSG_PACKET as the kernel sends it in copy mode META."""
+    body = (struct.pack("!BBH", socket.AF_INET, 0, queue)
+            + attribute(1, struct.pack("!IHB", packet_id, 0x0800, hook))
+            + attribute(6, struct.pack("!I", 2))            # NFQA_IFINDEX_OUTDEV
+            + attribute(0x8000 | 11, attribute(1, b"\0\0\0\0")))  # a nested NFQA_CT
+    return nlmsg(QUEUE_TYPE | 0, 0, 0, body)
+
+
+def ack(seq: int, code: int = 0) -> bytes:
+    return nlmsg(2, 0, seq, struct.pack("=i", -code) + struct.pack("=IHHII", 16, 0, 0, seq, 0))
+
+
+# Wire format --------------------------------------------------------------------------------
+
+
+def test_an_attribute_is_padded_to_four_bytes() -> None:
+    assert attribute(1, b"\x01\x02\x03") == struct.pack("=HH", 7, 1) + b"\x01\x02\x03\0"
+    assert attribute(3, b"\x00\x00\x03\xe8") == struct.pack("=HH", 8, 3) + b"\x00\x00\x03\xe8"
+    assert attribute(2, b"") == struct.pack("=HH", 4, 2)
+
+
+def test_the_bind_request_byte_for_byte() -> None:
+    message = config_message(200, seq=1, command=1)
+    expected = (struct.pack("=IHHII", 28, 0x0302, 0x1 | 0x4, 1, 0)  # CONFIG, REQUEST | ACK
+                + bytes([0, 0]) + struct.pack("!H", 200)              # AF_UNSPEC, V0, queue
+                + struct.pack("=HH", 8, 1) + bytes([1, 0]) + struct.pack("!H", 0))
+    assert message == expected
+
+
+def test_the_settings_request_carries_meta_copy_maxlen_and_flags_with_their_mask() -> None:
+    message = config_message(7, seq=2, copy_mode=1, maxlen=1000, flags=0x4, flags_mask=0x5)
+    (parsed,) = parse_messages(message)
+    assert parsed.kind == 0x0302 and parsed.seq == 2
+    attrs = parse_attributes(parsed.payload[4:])
+    assert attrs == {2: b"\0\0\0\0\x01",            # copy_range 0, NFQNL_COPY_META (packed)
+                     3: struct.pack("!I", 1000),
+                     5: struct.pack("!I", 0x4),
+                     4: struct.pack("!I", 0x5)}
+    assert len(message) == 16 + 4 + 12 + 8 + 8 + 8  # the 9-byte params padded to 12
+
+
+def test_flags_without_a_mask_use_the_flags_as_mask() -> None:
+    (parsed,) = parse_messages(config_message(7, seq=3, flags=0x1))
+    assert parse_attributes(parsed.payload[4:])[4] == struct.pack("!I", 0x1)
+
+
+def test_a_batch_verdict_accepts_up_to_an_id() -> None:
+    message = verdict_batch_message(200, 0x01020304, seq=9)
+    assert message == (struct.pack("=IHHII", 32, 0x0303, 0x1, 9, 0)
+                       + bytes([0, 0]) + struct.pack("!H", 200)
+                       + struct.pack("=HH", 12, 2) + struct.pack("!II", 1, 0x01020304))
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError):
+        config_message(70000, seq=1, command=1)
+    with pytest.raises(ValueError):
+        config_message(1, seq=1, maxlen=0)
+
+
+def test_a_queued_packet_is_decoded() -> None:
+    (message,) = parse_messages(kernel_packet(200, 77))
+    assert message.is_packet
+    packet = parse_packet(message)
+    assert (packet.queue, packet.packet_id, packet.hw_protocol, packet.hook) == (
+        200, 77, 0x0800, 3)
+
+
+def test_several_messages_in_one_datagram_and_a_cut_one() -> None:
+    data = kernel_packet(1, 5) + ack(4) + kernel_packet(1, 6)
+    messages = parse_messages(data)
+    assert [m.kind for m in messages] == [0x0300, 2, 0x0300]
+    assert [parse_packet(m).packet_id for m in messages if m.is_packet] == [5, 6]
+    with pytest.raises(ValueError):
+        parse_messages(data[:-3])
+    with pytest.raises(ValueError):
+        parse_attributes(struct.pack("=HH", 40, 1) + b"\0" * 4)
+
+
+def test_acks_and_errors() -> None:
+    assert parse_error(parse_messages(ack(4))[0]) == 0
+    assert parse_error(parse_messages(ack(4, 16))[0]) == 16  # EBUSY
+    with pytest.raises(ValueError):
+        parse_error(NetlinkMessage(0x0300, 0, 0, b""))
+    with pytest.raises(ValueError):
+        parse_packet(NetlinkMessage(2, 0, 0, b"\0" * 20))
+    without_header = nlmsg(0x0300, 0, 0, struct.pack("!BBH", 2, 0, 1))
+    with pytest.raises(ValueError, match="packet header"):
+        parse_packet(parse_messages(without_header)[0])
+
+
+# Schedule -----------------------------------------------------------------------------------
+
+
+def test_each_packet_is_due_a_delay_after_it_was_read() -> None:
+    schedule = DelaySchedule(0.2)
+    assert schedule.add(1, 10.0) == pytest.approx(10.2)
+    assert schedule.add(2, 10.05) == pytest.approx(10.25)
+    assert schedule.next_due() == pytest.approx(10.2)
+    assert schedule.pop_due(10.19) is None
+    assert schedule.pop_due(10.21) == 1
+    assert schedule.pop_due(10.3) == 2
+    assert schedule.pop_due(11.0) is None and schedule.next_due() is None
+    assert schedule.max_held == 2
+    assert schedule.max_late == pytest.approx(0.05)
+
+
+def test_jitter_never_reorders_and_stays_within_its_bounds() -> None:
+    schedule = DelaySchedule(0.2, 0.05, random.Random(4))
+    dues = [schedule.add(packet_id, packet_id * 0.001) for packet_id in range(1, 500)]
+    assert dues == sorted(dues)
+    assert all(due - packet_id * 0.001 >= 0.15 for packet_id, due in enumerate(dues, 1))
+    # Held behind a later-due packet, one may wait past delay + jitter, never before 0.15 s.
+    assert max(due - i * 0.001 for i, due in enumerate(dues, 1)) <= 0.25 + 1e-9 + 0.05
+    assert schedule.pop_all() == 499 and len(schedule) == 0
+
+
+def test_schedule_arguments() -> None:
+    with pytest.raises(ValueError):
+        DelaySchedule(0)
+    with pytest.raises(ValueError):
+        DelaySchedule(0.1, 0.2)
+    assert DelaySchedule(0.1).pop_all() is None
+
+
+# The delayer against a stand-in kernel ------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    ours, kernel = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with ours, kernel:
+        kernel.settimeout(1.0)
+        yield ours, kernel
+
+
+def sent(kernel: socket.socket) -> list[NetlinkMessage]:
+    kernel.setblocking(False)
+    found: list[NetlinkMessage] = []
+    for _ in range(100):
+        try:
+            found += parse_messages(kernel.recv(65536))
+        except BlockingIOError:
+            break
+    kernel.settimeout(1.0)
+    return found
+
+
+def test_the_delayer_binds_configures_and_accepts_after_the_delay(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, kernel = pair
+    clock = Clock()
+    delayer = Delayer(ours, 200, DelaySchedule(0.2), clock=clock)
+    # The kernel's acks wait in the socket (and a packet queued meanwhile is held too).
+    kernel.send(ack(1))
+    kernel.send(kernel_packet(200, 1))
+    kernel.send(ack(2))
+    delayer.configure(maxlen=500, fail_open=True)
+    bind, settings = sent(kernel)
+    assert parse_attributes(bind.payload[4:]) == {1: b"\x01\0\0\0"}
+    attrs = parse_attributes(settings.payload[4:])
+    assert attrs[3] == struct.pack("!I", 500)
+    assert attrs[5] == struct.pack("!I", 0x4 | 0x1) and attrs[4] == struct.pack("!I", 0x5)
+    assert len(delayer.schedule) == 1
+
+    clock.now = 100.1
+    kernel.send(kernel_packet(200, 2) + kernel_packet(200, 3))
+    assert delayer.read_available() == 1
+    assert delayer.timeout() == pytest.approx(0.1)
+    delayer.release_due()
+    assert sent(kernel) == []
+    clock.now = 100.2
+    delayer.release_due()
+    (verdict,) = sent(kernel)
+    assert verdict.kind == 0x0303
+    assert parse_attributes(verdict.payload[4:])[2] == struct.pack("!II", 1, 1)
+    clock.now = 100.31
+    delayer.release_due()
+    (verdict,) = sent(kernel)
+    assert parse_attributes(verdict.payload[4:])[2] == struct.pack("!II", 1, 3)
+    assert delayer.stats.packets == 3 and delayer.stats.verdicts == 2
+
+
+def test_stopping_accepts_everything_held_then_unbinds(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, kernel = pair
+    clock = Clock()
+    delayer = Delayer(ours, 5, DelaySchedule(0.2), clock=clock)
+    ours.settimeout(0.0)
+    kernel.send(kernel_packet(5, 41) + kernel_packet(5, 42))
+    delayer.read_available()
+    delayer.stop()
+    verdict, unbind = sent(kernel)
+    assert parse_attributes(verdict.payload[4:])[2] == struct.pack("!II", 1, 42)
+    assert parse_attributes(unbind.payload[4:]) == {1: b"\x02\0\0\0"}
+    assert unbind.flags == 0x1  # not acknowledged: nothing left to wait for
+    assert delayer.stats.released_at_stop == 2
+
+
+def test_a_refusal_names_the_errno(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, kernel = pair
+    kernel.send(ack(1, 16))
+    with pytest.raises(DelayerError, match="bind of queue 9: EBUSY"):
+        Delayer(ours, 9, DelaySchedule(0.2)).configure()
+
+
+def test_a_refused_verdict_is_counted_not_fatal(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, kernel = pair
+    delayer = Delayer(ours, 9, DelaySchedule(0.2))
+    ours.settimeout(0.0)
+    kernel.send(ack(3, 2))  # ENOENT
+    delayer.read_available()
+    assert delayer.stats.errors == 1
+
+
+def test_no_answer_is_an_error(pair: tuple[socket.socket, socket.socket],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nfq, "ACK_TIMEOUT_SECONDS", 0.05)
+    ours, _kernel = pair
+    with pytest.raises(DelayerError, match="no answer"):
+        Delayer(ours, 9, DelaySchedule(0.2)).configure()
+
+
+# How NetworkFaults delays -------------------------------------------------------------------
+
+
+def test_delayer_and_rule_commands() -> None:
+    assert nfqueue_rule_command("ckr001-1", add=True) == [
+        "ip", "netns", "exec", "ckr001-1", "iptables", "-w", "5", "-A", "OUTPUT", "-o", "eth0",
+        "-j", "NFQUEUE", "--queue-num", "200", "--queue-bypass"]
+    assert nfqueue_rule_command("ckr001-1", add=False)[7] == "-D"
+    command = delayer_command(200, 20)
+    assert command[1:3] == ["-m", "chunkraft.chaos.delay"]
+    assert command[3:] == ["--queue", "200", "--delay-ms", "200", "--jitter-ms", "20"]
+    for bad in ((0, 0), (100, 101), (100, -1)):
+        with pytest.raises(ValueError):
+            delayer_command(*bad)
+
+
+class FakeHosts:
+    def __init__(self) -> None:
+        self.layout = Layout(1, 2)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.layout.host(index)
+
+
+def failing_run(calls: list[list[str]]) -> Any:
+    def run(argv: Sequence[str], *, stdin: str | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        calls.append(list(argv))
+        return subprocess.CompletedProcess(list(argv), 2, "",
+                                           "Error: Specified qdisc kind is unknown.")
+    return run
+
+
+def test_without_netem_nor_iptables_the_delay_is_unsupported_and_changes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(faults, "_run", failing_run(calls))
+    monkeypatch.setattr(faults, "iptables_available", lambda: False)
+    network = NetworkFaults(cast(Hosts, FakeHosts()))
+    with pytest.raises(FaultUnsupported, match=r"netem .*qdisc kind is unknown.*iptables"):
+        network.delay(1, 200)
+    assert network.delayed == set() and network.delayers == {}
+    assert [call[4:7] for call in calls] == [["tc", "qdisc", "replace"]]
