@@ -281,9 +281,7 @@ class NetworkFaults:
         ``jitter_ms`` adds a uniform ``[-jitter, +jitter]``; netem then reorders packets, the
         NFQUEUE delayer keeps their order. Delaying a host again replaces its delay.
         """
-        netns = self.hosts[index].netns
-        command = netem_delay_command(netns, delay_ms, jitter_ms)
-        delayer = delayer_command(delay_ms, jitter_ms)
+        command = netem_delay_command(self.hosts[index].netns, delay_ms, jitter_ms)
         if index in self.delayed:
             self._heal_delay(index)
         netem = _run(command, check=False)
@@ -294,7 +292,7 @@ class NetworkFaults:
             raise FaultUnsupported(
                 f"delay needs netem (sch_netem: {netem.stderr.strip()}) or the NFQUEUE "
                 "delayer, which needs the iptables command (package iptables)")
-        self.delayers[index] = self._start_delayer(index, delayer)
+        self.delayers[index] = self._start_delayer(index, delayer_command(delay_ms, jitter_ms))
         self.delayed.add(index)
 
     def _start_delayer(self, index: int, argv: list[str]) -> subprocess.Popen[bytes]:
