@@ -45,6 +45,7 @@ from chunkraft.controller.raft.entry import (
     encode_entry,
 )
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
+from chunkraft.controller.raft.journal_file import prepare_journal_file
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION, ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
@@ -178,8 +179,8 @@ class RaftNode:
         self.dumps_written = 0
         self.export_process: Any = None
         """The last snapshot export started (a Popen), for tests; None before any."""
-        raft_dir = settings.journal_path.parent
-        raft_dir.mkdir(parents=True, exist_ok=True)
+        # The raft dir and an empty journal, durable before a term store can name the journal.
+        prepare_journal_file(settings.journal_path)
         self._clean_dump_leftovers()
         self._check_files()
         self._entry_point = _EntryPoint(self._apply)
