@@ -7,18 +7,15 @@ operations they met.
 
 The faults (issue 16):
 
-=================  ==================================================================  ============================
-name               fault                                                               heal
-=================  ==================================================================  ============================
-``partition``      cut the leader's host from every other host                         routes restored
-``halves``         split the hosts into two halves                                     routes restored
-``flap``           the leader's link down / up every ``flap_seconds``                  flapping stops, link up
-``loss``           every controller host drops 20 % of the packets it sends            nftables tables removed
-``delay``          the leader's host delays what it sends by 200 ms                    delay removed
-``pause``          SIGSTOP the leader for twice the longest election timeout           SIGCONT (at the timeout)
-``kill``           kill -9 of one controller (the leader or another, by turns)          started again
-``power``          power cut of every controller (unsynced bytes lost; ``power.py``)    all started again
-=================  ==================================================================  ============================
+- ``partition``: cut the leader's host from every other host; heal: routes restored.
+- ``halves``: split the controllers' hosts into two halves; heal: routes restored.
+- ``flap``: the leader's link down and up every 0.5 s; heal: flapping stops, link up.
+- ``loss``: every controller host drops 20 % of the packets it sends; heal: tables removed.
+- ``delay``: the leader's host delays what it sends by 200 ms; heal: delay removed.
+- ``pause``: SIGSTOP the leader for twice the longest election timeout, then SIGCONT.
+- ``kill``: kill -9 of one controller (the leader and a follower by turns); heal: started.
+- ``power``: a power cut of every controller (unsynced bytes lost, :mod:`.power`); heal:
+  all started again.
 
 While the leader is partitioned away, and while the halves are split, the nemesis *probes the
 minority*: a client on the observer host sends writes straight to each controller of the

@@ -96,10 +96,8 @@ class WorkloadConfig:
 
 def error_name(code: int) -> str:
     """Kafka's name of ``code`` (``UNKNOWN_<code>`` for one chunkraft does not know)."""
-    try:
-        return Errors.for_code(code).name
-    except (KeyError, ValueError):
-        return f"UNKNOWN_{code}"
+    error = Errors.for_code(code)
+    return error.name if error.code == code else f"UNKNOWN_{code}"
 
 
 def topic_view(topic: dict[str, Any]) -> TopicView | None:

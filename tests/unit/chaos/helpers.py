@@ -12,7 +12,7 @@ class H:
         self.ops: list[Operation] = []
 
     def _add(
-        self, process: int, op: Op, outcome: Outcome, invoke: int, complete: int | None,
+        self, process: int | str, op: Op, outcome: Outcome, invoke: int, complete: int | None,
         value: TopicView | str | None = None, error: str | None = None,
     ) -> H:
         index = len(self.ops)
@@ -20,13 +20,13 @@ class H:
         return self
 
     def ok(
-        self, process: int, op: Op, invoke: int, complete: int,
+        self, process: int | str, op: Op, invoke: int, complete: int,
         value: TopicView | str | None = None,
     ) -> H:
         return self._add(process, op, "ok", invoke, complete, value)
 
-    def fail(self, process: int, op: Op, invoke: int, complete: int, error: str) -> H:
+    def fail(self, process: int | str, op: Op, invoke: int, complete: int, error: str) -> H:
         return self._add(process, op, "fail", invoke, complete, error=error)
 
-    def info(self, process: int, op: Op, invoke: int) -> H:
+    def info(self, process: int | str, op: Op, invoke: int) -> H:
         return self._add(process, op, "info", invoke, None)
