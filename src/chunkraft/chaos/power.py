@@ -59,7 +59,15 @@ from chunkraft.chaos.lazyfs import FSNAME
 from chunkraft.chaos.lazyfs_model import MaterializeReport, materialize
 from chunkraft.deploy.local_cluster import LocalCluster
 
-__all__ = ["OWNER_DIR", "CutReport", "PowerSupply", "is_mounted", "leftover_mounts"]
+__all__ = [
+    "OWNER_DIR",
+    "CutReport",
+    "LazyfsMount",
+    "PowerSupply",
+    "clean_leftovers",
+    "is_mounted",
+    "leftover_mounts",
+]
 
 OWNER_DIR = Path("/run/chunkraft-lazyfs")
 MOUNT_TIMEOUT_SECONDS = 30.0
@@ -156,35 +164,103 @@ def clean_leftovers() -> int:
     return cleaned
 
 
+class LazyfsMount:
+    """One lazyfs daemon serving ``source`` on ``mountpoint``, with its state in
+    ``state_dir`` (fresh) and its output appended to ``log_path``. :meth:`start` returns once
+    the file system is mounted; :meth:`cut` kills the daemon (SIGKILL) and detaches the mount,
+    leaving ``state_dir`` for :func:`~chunkraft.chaos.lazyfs_model.materialize`; :meth:`stop`
+    asks it to unmount (SIGTERM) and waits. The daemon is recorded under :data:`OWNER_DIR`
+    while it runs. Not thread-safe."""
+
+    def __init__(self, mountpoint: str | os.PathLike[str], source: str | os.PathLike[str],
+                 state_dir: str | os.PathLike[str], log_path: str | os.PathLike[str]) -> None:
+        self.mountpoint = Path(mountpoint)
+        self.source = Path(source)
+        self.state_dir = Path(state_dir)
+        self.log_path = Path(log_path)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def _record(self) -> Path | None:
+        return None if self.process is None else OWNER_DIR / f"{self.process.pid}.json"
+
+    def start(self, timeout: float = MOUNT_TIMEOUT_SECONDS) -> None:
+        if is_mounted(self.mountpoint):
+            raise RuntimeError(f"{self.mountpoint} is already a lazyfs mount")
+        OWNER_DIR.mkdir(parents=True, exist_ok=True)
+        mountpoint = os.path.realpath(self.mountpoint)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "chunkraft.chaos.lazyfs", str(self.source), mountpoint,
+                 str(self.state_dir)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        record = self._record
+        assert record is not None
+        record.write_text(json.dumps({"owner": os.getpid(), "daemon": self.process.pid,
+                                      "mountpoint": mountpoint}), encoding="utf-8")
+        deadline = time.monotonic() + timeout
+        while not is_mounted(self.mountpoint):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the lazyfs daemon for {self.mountpoint} exited with status "
+                                   f"{self.process.returncode}; see {self.log_path}")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"lazyfs did not mount on {self.mountpoint} within "
+                                   f"{timeout} s; see {self.log_path}")
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        """SIGKILL the daemon (the power cut itself) and wait for it."""
+        self._signal(signal.SIGKILL)
+
+    def cut(self) -> None:
+        """:meth:`kill`, then detach the dead mount."""
+        self.kill()
+        _unmount(self.mountpoint)
+
+    def stop(self) -> None:
+        """SIGTERM (libfuse unmounts), SIGKILL after a grace period; then make sure the
+        mount is gone."""
+        self._signal(signal.SIGTERM)
+        _unmount(self.mountpoint)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        process = self.process
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, sig)
+            try:
+                process.wait(KILL_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                process.wait(KILL_WAIT_SECONDS)
+        record = self._record
+        if record is not None:
+            record.unlink(missing_ok=True)
+        self.process = None
+
+
 @dataclass
-class _Mount:
-    """One controller's lazyfs mount (the current generation)."""
+class _Node:
+    """A powered controller: its data dir and the generations of its lazyfs state."""
 
     node_id: int
-    mountpoint: Path
+    data_dir: Path
     home: Path
     generation: int = 0
-    process: subprocess.Popen[bytes] | None = None
+    mount: LazyfsMount | None = None
 
     @property
     def generation_dir(self) -> Path:
         return self.home / f"gen-{self.generation}"
 
-    @property
-    def source_dir(self) -> Path:
-        return self.generation_dir / "source"
-
-    @property
-    def state_dir(self) -> Path:
-        return self.generation_dir / "state"
-
-    @property
-    def log_path(self) -> Path:
-        return self.home / "lazyfs.log"
-
-    @property
-    def record_path(self) -> Path | None:
-        return None if self.process is None else OWNER_DIR / f"{self.process.pid}.json"
+    def new_mount(self) -> LazyfsMount:
+        self.mount = LazyfsMount(self.data_dir, self.generation_dir / "source",
+                                 self.generation_dir / "state", self.home / "lazyfs.log")
+        return self.mount
 
 
 @dataclass(frozen=True)
@@ -210,11 +286,18 @@ class PowerSupply:
         self.cluster = cluster
         base = Path(work_dir) if work_dir is not None else Path(cluster.base_dir) / "power"
         targets = list(cluster.nodes) if node_ids is None else list(node_ids)
-        self.mounts = {node_id: _Mount(node_id, Path(cluster.nodes[node_id].data_dir),
-                                       base / f"controller-{node_id}")
-                       for node_id in targets}
+        self.nodes = {node_id: _Node(node_id, Path(cluster.nodes[node_id].data_dir),
+                                     base / f"controller-{node_id}")
+                      for node_id in targets}
         self.reports: list[CutReport] = []
         """One report per cut, in order."""
+
+    def mount(self, node_id: int) -> LazyfsMount:
+        """The current lazyfs mount under controller ``node_id``'s data dir."""
+        mount = self.nodes[node_id].mount
+        if mount is None:
+            raise RuntimeError(f"controller {node_id} is not plugged in")
+        return mount
 
     # ------------------------------------------------------------------ mounting
 
@@ -222,65 +305,23 @@ class PowerSupply:
         """Mounts a lazyfs daemon on every data dir (call before the nodes start)."""
         clean_leftovers()
         try:
-            for mount in self.mounts.values():
-                self._first_mount(mount)
+            for node in self.nodes.values():
+                self._first_mount(node)
         except BaseException:
             self.unplug()
             raise
 
-    def _first_mount(self, mount: _Mount) -> None:
-        if is_mounted(mount.mountpoint):
-            raise RuntimeError(f"{mount.mountpoint} is already a lazyfs mount")
-        mount.home.mkdir(parents=True, exist_ok=True)
-        mount.generation_dir.mkdir(parents=True, exist_ok=False)
-        if mount.mountpoint.is_dir() and any(mount.mountpoint.iterdir()):
-            os.rename(mount.mountpoint, mount.source_dir)  # its tree: durable at mount
+    def _first_mount(self, node: _Node) -> None:
+        if is_mounted(node.data_dir):
+            raise RuntimeError(f"{node.data_dir} is already a lazyfs mount")
+        node.generation_dir.mkdir(parents=True, exist_ok=False)
+        mount = node.new_mount()
+        if node.data_dir.is_dir() and any(node.data_dir.iterdir()):
+            os.rename(node.data_dir, mount.source)  # its tree: durable at mount
         else:
-            mount.source_dir.mkdir()
-        mount.mountpoint.mkdir(parents=True, exist_ok=True)
-        self._mount(mount)
-
-    def _mount(self, mount: _Mount) -> None:
-        OWNER_DIR.mkdir(parents=True, exist_ok=True)
-        with mount.log_path.open("ab") as log:
-            mount.process = subprocess.Popen(
-                [sys.executable, "-m", "chunkraft.chaos.lazyfs", str(mount.source_dir),
-                 os.path.realpath(mount.mountpoint), str(mount.state_dir)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
-        record = mount.record_path
-        assert record is not None
-        record.write_text(json.dumps({"owner": os.getpid(), "daemon": mount.process.pid,
-                                      "mountpoint": os.path.realpath(mount.mountpoint)}),
-                          encoding="utf-8")
-        deadline = time.monotonic() + MOUNT_TIMEOUT_SECONDS
-        while not is_mounted(mount.mountpoint):
-            if mount.process.poll() is not None:
-                raise RuntimeError(f"the lazyfs daemon of controller {mount.node_id} exited "
-                                   f"with status {mount.process.returncode}; see "
-                                   f"{mount.log_path}")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"lazyfs did not mount on {mount.mountpoint} within "
-                                   f"{MOUNT_TIMEOUT_SECONDS} s; see {mount.log_path}")
-            time.sleep(0.02)
-
-    def _kill_daemon(self, mount: _Mount, sig: signal.Signals) -> None:
-        process = mount.process
-        if process is None:
-            return
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, sig)
-            try:
-                process.wait(KILL_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGKILL)
-                process.wait(KILL_WAIT_SECONDS)
-        record = mount.record_path
-        if record is not None:
-            record.unlink(missing_ok=True)
-        mount.process = None
+            mount.source.mkdir()
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+        mount.start()
 
     # ------------------------------------------------------------------ the cut
 
@@ -288,7 +329,7 @@ class PowerSupply:
         """Cuts the power of ``node_ids`` (every powered node by default) at once; see the
         module doc for the order. The nodes stay stopped, on a fresh mount of what survived;
         ``cluster.start(node_id)`` brings them back. :attr:`reports` gets the cut's report."""
-        targets = list(self.mounts) if node_ids is None else list(node_ids)
+        targets = list(self.nodes) if node_ids is None else list(node_ids)
         started = time.monotonic()
         for node_id in targets:
             process = self.cluster.nodes[node_id].process
@@ -296,21 +337,22 @@ class PowerSupply:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGSTOP)
         for node_id in targets:
-            self._kill_daemon(self.mounts[node_id], signal.SIGKILL)
+            self.mount(node_id).kill()
         for node_id in targets:
             self.cluster.kill(node_id)
         for node_id in targets:
-            _unmount(self.mounts[node_id].mountpoint)
+            _unmount(self.nodes[node_id].data_dir)
         cut_seconds = time.monotonic() - started
         survived = {}
         for node_id in targets:
-            mount = self.mounts[node_id]
-            previous = mount.generation_dir
-            mount.generation += 1
-            mount.generation_dir.mkdir(parents=True)
-            survived[node_id] = materialize(previous / "state", mount.source_dir)
+            node = self.nodes[node_id]
+            previous = node.generation_dir
+            node.generation += 1
+            node.generation_dir.mkdir(parents=True)
+            mount = node.new_mount()
+            survived[node_id] = materialize(previous / "state", mount.source)
             shutil.rmtree(previous)
-            self._mount(mount)
+            mount.start()
         self.reports.append(CutReport(tuple(targets), cut_seconds,
                                       time.monotonic() - started - cut_seconds, survived))
 
@@ -319,19 +361,19 @@ class PowerSupply:
     def unplug(self) -> None:
         """Stops any controller still running on a mount (SIGTERM, then SIGKILL), stops the
         daemons and unmounts every data dir. The data dirs are left empty."""
-        running = [n for n in self.mounts if self.cluster.nodes[n].running]
-        if running:
-            for node_id in running:
-                with contextlib.suppress(Exception):
-                    self.cluster.stop(node_id, timeout=10.0)
-            for node_id in running:
-                with contextlib.suppress(Exception):
-                    self.cluster.kill(node_id)
+        running = [n for n in self.nodes if self.cluster.nodes[n].running]
+        for node_id in running:
+            with contextlib.suppress(Exception):
+                self.cluster.stop(node_id, timeout=10.0)
+        for node_id in running:
+            with contextlib.suppress(Exception):
+                self.cluster.kill(node_id)
         errors = []
-        for mount in self.mounts.values():
-            self._kill_daemon(mount, signal.SIGTERM)
+        for node in self.nodes.values():
+            if node.mount is None:
+                continue
             try:
-                _unmount(mount.mountpoint)
+                node.mount.stop()
             except (RuntimeError, OSError, subprocess.SubprocessError) as error:
                 errors.append(str(error))
         if errors:
