@@ -62,8 +62,8 @@ class CampaignOptions:
     runs: int = 1
     seconds: float = 60.0
     faults: tuple[str, ...] = ALL_FAULTS
-    fault_seconds: float = 4.0
-    quiet_seconds: float = 2.0
+    fault_seconds: float = 3.0
+    quiet_seconds: float = 1.5
     clients: int = 4
     seed: int = 1
     out: Path = Path("chaos-out")
@@ -287,8 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="workload seconds per run (10-3600)")
     parser.add_argument("--faults", default=",".join(ALL_FAULTS),
                         help=f"comma-separated, from {','.join(ALL_FAULTS)}")
-    parser.add_argument("--fault-seconds", type=float, default=4.0)
-    parser.add_argument("--quiet-seconds", type=float, default=2.0)
+    parser.add_argument("--fault-seconds", type=float, default=3.0,
+                        help="how long each fault lasts before its heal")
+    parser.add_argument("--quiet-seconds", type=float, default=1.5,
+                        help="how long the cluster runs unharmed between faults")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("chaos-out"))
