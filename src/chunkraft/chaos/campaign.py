@@ -25,6 +25,7 @@ import argparse
 import json
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -40,6 +41,7 @@ from chunkraft.chaos.linearizability import ReadLevel, Verdict, check
 from chunkraft.chaos.nemesis import ALL_FAULTS, Nemesis, PowerCut
 from chunkraft.chaos.netns import Hosts
 from chunkraft.chaos.netns_cluster import NetnsCluster
+from chunkraft.chaos.power import PowerSupply, clean_leftovers
 from chunkraft.chaos.verdict import (
     FINAL_PREFIX,
     median_or_none,
@@ -144,7 +146,6 @@ def run_once(options: CampaignOptions, index: int, base: Path,
         cluster.prepare()
         power: PowerCut | None = None
         if "power" in options.faults:
-            from chunkraft.chaos.power import PowerSupply
             supply = stack.enter_context(PowerSupply(cluster, base / "power"))
             power = supply
         stack.callback(cluster.stop)
@@ -234,6 +235,7 @@ def run_campaign(options: CampaignOptions, *, print_line: Callable[[str], None] 
     for index in range(options.runs):
         base = options.out / f"run-{index:03d}"
         if base.exists():
+            clean_leftovers()  # mounts a killed campaign left under an old run
             shutil.rmtree(base)
         base.mkdir(parents=True)
         lines: list[str] = []
@@ -304,7 +306,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--runs must be 1-1000 and --seconds 10-3600")
     options = CampaignOptions(args.runs, args.seconds, faults, args.fault_seconds,
                               args.quiet_seconds, args.clients, args.seed, args.out, args.keep)
+    # SIGTERM unwinds like Ctrl-C, so the run's clean-up (processes by PID, mounts,
+    # namespaces) happens instead of leaving them behind.
+    signal.signal(signal.SIGTERM, _terminate)
     return run_campaign(options, print_line=lambda line: print(line, flush=True))
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":
