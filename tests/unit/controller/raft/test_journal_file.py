@@ -9,7 +9,6 @@ import pysyncobj.journal
 import pytest
 
 from chunkraft.chaos.lazyfs_model import LazyModel, materialize
-from chunkraft.controller.raft import journal_file
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.journal_file import EMPTY_JOURNAL, prepare_journal_file
 
@@ -103,8 +102,3 @@ def test_without_it_a_cut_before_the_first_sync_leaves_an_empty_journal(
     assert _through_the_model(tmp_path / "without", prepare=False).read_bytes() == b""
     assert _through_the_model(tmp_path / "with", prepare=True).read_bytes() == EMPTY_JOURNAL
 
-
-def test_it_is_what_the_node_calls_before_its_checks() -> None:
-    from chunkraft.controller.raft import node
-
-    assert node.prepare_journal_file is journal_file.prepare_journal_file
