@@ -67,6 +67,29 @@ PROBES = textwrap.dedent("""
     print(json.dumps(rtts))
 """)
 
+# Takes connections and reads them to the end.
+SINK = textwrap.dedent("""
+    import socket, sys
+    server = socket.create_server((sys.argv[1], int(sys.argv[2])))
+    print("listening", flush=True)
+    for _ in range(10):
+        conn, _ = server.accept()
+        with conn:
+            while conn.recv(1 << 20):
+                pass
+""")
+# Sends for a few seconds; prints the bytes per second sent.
+BULK = textwrap.dedent("""
+    import socket, sys, time
+    seconds = float(sys.argv[3])
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10) as conn:
+        block, sent, start = b"x" * 65536, 0, time.monotonic()
+        while time.monotonic() - start < seconds:
+            conn.sendall(block)
+            sent += len(block)
+        print(sent / (time.monotonic() - start))
+""")
+
 
 def probes(hosts: Hosts, source: int, target: int, count: int, timeout: float) -> list[float]:
     result = hosts.run(source, [sys.executable, "-c", PROBES, hosts[target].address,
@@ -173,22 +196,31 @@ def test_twenty_percent_loss_is_measurable_and_healed(hosts: Hosts) -> None:
 
 
 def test_two_hundred_ms_delay_is_measurable_and_healed(hosts: Hosts) -> None:
-    # netem where the kernel has it, else the NFQUEUE delayer (iptables); a machine with
+    # netem where the kernel has it, else the NFQUEUE delayers (iptables); a machine with
     # neither fails here with FaultUnsupported saying what it lacks.
     faults = NetworkFaults(hosts)
+    sink = hosts.popen(1, [sys.executable, "-c", SINK, hosts[1].address, "7002"],
+                       stdout=subprocess.PIPE)
+    assert sink.stdout is not None
+    assert sink.stdout.readline() == b"listening\n"
     before = probes(hosts, 0, 1, 10, 2.0)
     faults.delay(0, 200)
-    # Host 0's packets wait: its SYNs to host 1, and its refusals to host 1's SYNs.
+    # What host 0 sends waits: its SYNs to host 1, and its refusals of host 1's SYNs.
     during = probes(hosts, 0, 1, 10, 2.0)
     answers = probes(hosts, 1, 0, 10, 2.0)
     others = probes(hosts, 1, 2, 10, 2.0)
+    # A bulk transfer from the delayed host still flows (netem orphans what it holds; the
+    # NFQUEUE delayers hold packets on arrival, so the sender's socket budget is not held).
+    sent = hosts.run(0, [sys.executable, "-c", BULK, hosts[1].address, "7002", "3"],
+                     check=True, timeout=30)
+    rate = float(sent.stdout)
     mechanism = "nfqueue" if 0 in faults.delayers else "netem"
     faults.heal_all()
     after = probes(hosts, 0, 1, 10, 2.0)
     ms = {name: [round(rtt * 1000, 1) for rtt in rtts] for name, rtts in
           (("before", before), ("during", during), ("answers", answers), ("others", others),
            ("after", after))}
-    print(mechanism, ms, faults.delay_reports)
+    print(mechanism, ms, f"bulk {rate / 1e6:.1f} MB/s", faults.delay_reports)
     assert len(before) == len(during) == len(answers) == len(others) == len(after) == 10, ms
     # Every delayed handshake waited 200 ms, none much longer; the medians of the others (a
     # busy machine may stall one probe) stay well under 20 ms.
@@ -196,12 +228,17 @@ def test_two_hundred_ms_delay_is_measurable_and_healed(hosts: Hosts) -> None:
     assert min(answers) >= 0.2 and max(answers) < 1.0, ms
     for fast in (before, others, after):
         assert statistics.median(fast) < 0.02, ms
+    assert rate >= 1e6, f"{rate / 1e6:.2f} MB/s from the delayed host"
     assert faults.delayed == set() and faults.delayers == {}
     if mechanism == "nfqueue":
-        report = faults.delay_reports[0]
-        assert report["stopped_by"] == "signal" and report["errors"] == 0, report
-        assert isinstance(report["packets"], int) and report["packets"] >= 20, report
-        assert "NFQUEUE" not in hosts.run(0, ["iptables", "-S", "OUTPUT"]).stdout
+        reports = faults.delay_reports[0]
+        assert sorted(reports) == [1, 2, 3], reports
+        assert all(r["stopped_by"] == "signal" and r["errors"] == 0
+                   for r in reports.values()), reports
+        packets = reports[1]["packets"]
+        assert isinstance(packets, int) and packets >= 20, reports
+        for peer in (1, 2, 3):
+            assert "NFQUEUE" not in hosts.run(peer, ["iptables", "-S", "INPUT"]).stdout
     else:
         assert "netem" not in hosts.run(0, ["tc", "qdisc", "show", "dev", "eth0"]).stdout
 

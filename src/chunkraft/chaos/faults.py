@@ -14,15 +14,19 @@ Mechanisms, the simplest that are reliable on our machines (and why):
 - **Packet loss** (:meth:`NetworkFaults.loss`): an nftables table in the host's namespace drops
   ``numgen random mod 100 < percent`` of what leaves ``eth0`` (egress, like netem on the
   interface). Needs the ``nft`` command (Debian package ``nftables``).
-- **Delay** (:meth:`NetworkFaults.delay`): egress, like loss. ``tc qdisc ... netem delay`` on
-  the host's ``eth0`` when the kernel has ``sch_netem`` (:func:`netem_supported`); otherwise
-  the NFQUEUE delayer (:mod:`chunkraft.chaos.delay`): a process in the host's namespace, plus
-  an iptables rule there that queues what leaves ``eth0`` to it (``-j NFQUEUE --queue-bypass``).
-  That needs the ``iptables`` command (Debian package ``iptables``; its nft and legacy
+- **Delay** (:meth:`NetworkFaults.delay`): every packet the host sends arrives ``delay_ms``
+  late. ``tc qdisc ... netem delay`` on the host's ``eth0`` when the kernel has ``sch_netem``
+  (:func:`netem_supported`). Otherwise the NFQUEUE delayer (:mod:`chunkraft.chaos.delay`), on
+  the receiving side: in every *other* host's namespace an iptables rule queues what arrives
+  on ``eth0`` from the delayed host (``INPUT -s <host> -j NFQUEUE --queue-bypass``) to a
+  delayer process there. Not in the sender's own OUTPUT: a packet held there still counts
+  against its TCP socket's small-queue budget (netem orphans it, a queue cannot), so a bulk
+  transfer would crawl at about two segments per delay; held on arrival it costs the sender
+  nothing. Needs the ``iptables`` command (Debian package ``iptables``; its nft and legacy
   backends both work in a namespace) and a kernel with nfnetlink_queue and the xtables NFQUEUE
   target. With neither, :class:`FaultUnsupported` (nftables alone cannot delay). The heal
-  removes the rule first, then stops the delayer by PID: it accepts what it still holds, and
-  with no listener ``--queue-bypass`` passes packets, so none is stranded.
+  removes the rules first, then stops the delayers by PID: each accepts what it still holds,
+  and with no listener ``--queue-bypass`` passes packets, so none is stranded.
 
 :meth:`NetworkFaults.heal_all` removes every fault this object made. Not thread-safe, except
 that a flap runs on its own thread until healed.
@@ -63,8 +67,8 @@ __all__ = [
 LOSS_TABLE = "chunkraft_chaos"
 MAX_FLAP_CYCLES = 1000
 DEVICE = "eth0"
-DELAY_QUEUE = 200
-"""The NFQUEUE number of the delayer; each host's namespace has its own queues."""
+DELAY_QUEUE_BASE = 200
+"""Packets from host ``i`` wait in NFQUEUE ``DELAY_QUEUE_BASE + i`` of each receiving host."""
 DELAYER_STOP_SECONDS = 5.0
 
 
@@ -116,17 +120,18 @@ def netem_delay_command(netns: str, delay_ms: int, jitter_ms: int = 0) -> list[s
                               "delay", f"{delay_ms}ms", *jitter])
 
 
-def nfqueue_rule_command(netns: str, *, add: bool, queue: int = DELAY_QUEUE) -> list[str]:
-    """The iptables command that queues (or stops queueing) what leaves ``eth0`` to ``queue``.
+def nfqueue_rule_command(netns: str, source: str, queue: int, *, add: bool) -> list[str]:
+    """The iptables command that queues (or stops queueing) to ``queue`` what arrives on the
+    ``eth0`` of namespace ``netns`` from address ``source``.
 
     ``--queue-bypass``: with no process bound to the queue, packets pass rather than drop.
     """
-    return netns_exec(netns, ["iptables", "-w", "5", "-A" if add else "-D", "OUTPUT",
-                              "-o", DEVICE, "-j", "NFQUEUE", "--queue-num", str(queue),
-                              "--queue-bypass"])
+    return netns_exec(netns, ["iptables", "-w", "5", "-A" if add else "-D", "INPUT",
+                              "-i", DEVICE, "-s", f"{source}/32", "-j", "NFQUEUE",
+                              "--queue-num", str(queue), "--queue-bypass"])
 
 
-def delayer_command(delay_ms: int, jitter_ms: int = 0, *, queue: int = DELAY_QUEUE) -> list[str]:
+def delayer_command(delay_ms: int, jitter_ms: int, queue: int) -> list[str]:
     """The command that runs the NFQUEUE delayer (:mod:`chunkraft.chaos.delay`)."""
     if delay_ms <= 0:
         raise ValueError("delay must be positive")
@@ -184,10 +189,10 @@ class NetworkFaults:
     cuts: set[tuple[int, int]] = field(default_factory=set)
     lossy: set[int] = field(default_factory=set)
     delayed: set[int] = field(default_factory=set)
-    delayers: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
-    """The delayed hosts that use the NFQUEUE delayer (the others use netem)."""
-    delay_reports: dict[int, dict[str, object]] = field(default_factory=dict)
-    """Per host, the counts its last NFQUEUE delayer printed when it stopped."""
+    delayers: dict[int, dict[int, subprocess.Popen[bytes]]] = field(default_factory=dict)
+    """Delayed host -> receiving host -> its delayer, for hosts delayed by NFQUEUE."""
+    delay_reports: dict[int, dict[int, dict[str, object]]] = field(default_factory=dict)
+    """Delayed host -> receiving host -> the counts its delayer printed when it stopped."""
     flaps: dict[int, _Flap] = field(default_factory=dict)
     links_down: set[int] = field(default_factory=set)
 
@@ -292,42 +297,59 @@ class NetworkFaults:
             raise FaultUnsupported(
                 f"delay needs netem (sch_netem: {netem.stderr.strip()}) or the NFQUEUE "
                 "delayer, which needs the iptables command (package iptables)")
-        self.delayers[index] = self._start_delayer(index, delayer_command(delay_ms, jitter_ms))
+        self.delayers[index] = self._start_delayers(index, delay_ms, jitter_ms)
         self.delayed.add(index)
 
-    def _start_delayer(self, index: int, argv: list[str]) -> subprocess.Popen[bytes]:
-        """Starts the delayer on host ``index``, waits until it has bound, adds the rule."""
-        process = self.hosts.popen(index, argv, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
-        assert process.stdout is not None
-        ready = select.select([process.stdout], [], [], COMMAND_TIMEOUT_SECONDS)[0]
-        line = process.stdout.readline() if ready else b""
-        if not line.startswith(b'{"ready": true'):
-            report = _stop_process(process)
-            raise FaultUnsupported(
-                "delay needs netem (sch_netem) or nfnetlink_queue, and the NFQUEUE delayer "
-                f"did not start: {report}")
+    def _start_delayers(self, index: int, delay_ms: int,
+                        jitter_ms: int) -> dict[int, subprocess.Popen[bytes]]:
+        """Starts a delayer on every other host, waits until each has bound, adds the rules."""
+        queue = DELAY_QUEUE_BASE + index
+        argv = delayer_command(delay_ms, jitter_ms, queue)
+        peers = [peer for peer in range(self.hosts.count) if peer != index]
+        started = {peer: self.hosts.popen(peer, argv, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE) for peer in peers}
+        ruled: list[int] = []
         try:
-            _run(nfqueue_rule_command(self.hosts[index].netns, add=True))
+            silent = [peer for peer, process in started.items() if not _ready(process)]
+            if silent:
+                raise HostsError(f"the delayer did not start on host {silent[0]}")
+            source = self.hosts[index].address
+            for peer in peers:
+                _run(nfqueue_rule_command(self.hosts[peer].netns, source, queue, add=True))
+                ruled.append(peer)
         except HostsError as error:
-            _stop_process(process)
-            raise FaultUnsupported(
-                f"delay needs netem (sch_netem) or the iptables NFQUEUE target: {error}"
-            ) from error
-        return process
+            printed = self._stop_delayers(index, started, ruled)
+            said = "; ".join(f"host {peer}: {text}" for peer, text in printed.items())
+            raise FaultUnsupported(f"delay needs netem (sch_netem) or the NFQUEUE delayer: "
+                                   f"{error} ({said})") from error
+        return started
+
+    def _stop_delayers(self, index: int, delayers: dict[int, subprocess.Popen[bytes]],
+                       ruled: Iterable[int]) -> dict[int, str]:
+        """Removes the rules first (nothing new is queued), then stops every delayer, which
+        accepts what it still holds; returns what each printed."""
+        source, queue = self.hosts[index].address, DELAY_QUEUE_BASE + index
+        for peer in ruled:
+            _run(nfqueue_rule_command(self.hosts[peer].netns, source, queue, add=False),
+                 check=False)
+        for process in delayers.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM)
+        return {peer: _stop_process(process) for peer, process in delayers.items()}
 
     def _heal_delay(self, index: int) -> None:
-        process = self.delayers.pop(index, None)
-        netns = self.hosts[index].netns
-        if process is None:
-            _run(netns_exec(netns, ["tc", "qdisc", "del", "dev", DEVICE, "root"]), check=False)
+        delayers = self.delayers.pop(index, None)
+        if delayers is None:
+            _run(netns_exec(self.hosts[index].netns,
+                            ["tc", "qdisc", "del", "dev", DEVICE, "root"]), check=False)
         else:
-            # The rule first: from then on nothing new is queued; the delayer then accepts
-            # what it holds as it stops.
-            _run(nfqueue_rule_command(netns, add=False), check=False)
-            report = _stop_process(process)
-            with contextlib.suppress(ValueError):
-                self.delay_reports[index] = json.loads(report.splitlines()[-1])
+            printed = self._stop_delayers(index, delayers, delayers)
+            reports: dict[int, dict[str, object]] = {}
+            for peer, text in printed.items():
+                with contextlib.suppress(ValueError, IndexError):
+                    reports[peer] = json.loads(text.splitlines()[-1])
+            self.delay_reports[index] = reports
         self.delayed.discard(index)
 
     def heal_loss_and_delay(self) -> None:
@@ -343,6 +365,14 @@ class NetworkFaults:
         self.heal_links()
         self.heal_partitions()
         self.heal_loss_and_delay()
+
+
+def _ready(process: subprocess.Popen[bytes]) -> bool:
+    """Whether a delayer printed its ``{"ready": true, ...}`` line (bounded wait)."""
+    assert process.stdout is not None
+    ready = select.select([process.stdout], [], [], COMMAND_TIMEOUT_SECONDS)[0]
+    line = process.stdout.readline() if ready else b""
+    return line.startswith(b'{"ready": true')
 
 
 def _stop_process(process: subprocess.Popen[bytes]) -> str:

@@ -7,6 +7,8 @@ import random
 import socket
 import struct
 import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -170,42 +172,109 @@ def test_no_answer_is_an_error(pair: tuple[socket.socket, socket.socket],
 
 
 def test_delayer_and_rule_commands() -> None:
-    assert nfqueue_rule_command("ckr001-1", add=True) == [
-        "ip", "netns", "exec", "ckr001-1", "iptables", "-w", "5", "-A", "OUTPUT", "-o", "eth0",
-        "-j", "NFQUEUE", "--queue-num", "200", "--queue-bypass"]
-    assert nfqueue_rule_command("ckr001-1", add=False)[7] == "-D"
-    command = delayer_command(200, 20)
+    assert nfqueue_rule_command("ckr001-1", "198.18.1.1", 200, add=True) == [
+        "ip", "netns", "exec", "ckr001-1", "iptables", "-w", "5", "-A", "INPUT", "-i", "eth0",
+        "-s", "198.18.1.1/32", "-j", "NFQUEUE", "--queue-num", "200", "--queue-bypass"]
+    assert nfqueue_rule_command("ckr001-1", "198.18.1.1", 200, add=False)[7] == "-D"
+    command = delayer_command(200, 20, 201)
     assert command[1:3] == ["-m", "chunkraft.chaos.delay"]
-    assert command[3:] == ["--queue", "200", "--delay-ms", "200", "--jitter-ms", "20"]
+    assert command[3:] == ["--queue", "201", "--delay-ms", "200", "--jitter-ms", "20"]
     for bad in ((0, 0), (100, 101), (100, -1)):
         with pytest.raises(ValueError):
-            delayer_command(*bad)
+            delayer_command(*bad, 200)
+
+
+# Stands in for the delayer: says it is ready, and on SIGTERM prints its counts.
+FAKE_DELAYER = textwrap.dedent("""
+    import json, signal, sys, time
+    signal.signal(signal.SIGTERM, lambda *_: (print(json.dumps({"queue": int(sys.argv[2])}),
+                                                    flush=True), sys.exit(0)))
+    print(json.dumps({"ready": True}), flush=True)
+    time.sleep(30)
+""")
+BROKEN_DELAYER = "import sys; print('no nfnetlink_queue here', file=sys.stderr); sys.exit(2)"
 
 
 class FakeHosts:
-    def __init__(self) -> None:
-        self.layout = Layout(1, 2)
+    """Three hosts whose commands run here, outside any namespace; popen runs ``script``."""
+
+    def __init__(self, script: str = FAKE_DELAYER) -> None:
+        self.layout = Layout(1, 3)
+        self.count = 3
+        self.script = script
+        self.started: list[tuple[int, list[str]]] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
 
     def __getitem__(self, index: int) -> Any:
         return self.layout.host(index)
 
+    def popen(self, index: int, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        self.started.append((index, argv))
+        process = subprocess.Popen([sys.executable, "-c", self.script, *argv[3:]], **kwargs)
+        self.processes.append(process)
+        return process
 
-def failing_run(calls: list[list[str]]) -> Any:
+
+def recording_run(calls: list[list[str]]) -> Any:
+    """Stands in for faults._run: tc fails as on a kernel without netem, the rest succeeds."""
     def run(argv: Sequence[str], *, stdin: str | None = None,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         calls.append(list(argv))
-        return subprocess.CompletedProcess(list(argv), 2, "",
-                                           "Error: Specified qdisc kind is unknown.")
+        if "tc" in argv:
+            return subprocess.CompletedProcess(list(argv), 2, "",
+                                               "Error: Specified qdisc kind is unknown.")
+        return subprocess.CompletedProcess(list(argv), 0, "", "")
     return run
 
 
 def test_without_netem_nor_iptables_the_delay_is_unsupported_and_changes_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(faults, "_run", failing_run(calls))
+    monkeypatch.setattr(faults, "_run", recording_run(calls))
     monkeypatch.setattr(faults, "iptables_available", lambda: False)
-    network = NetworkFaults(cast(Hosts, FakeHosts()))
+    hosts = FakeHosts()
+    network = NetworkFaults(cast(Hosts, hosts))
     with pytest.raises(FaultUnsupported, match=r"netem .*qdisc kind is unknown.*iptables"):
         network.delay(1, 200)
     assert network.delayed == set() and network.delayers == {}
     assert [call[4:7] for call in calls] == [["tc", "qdisc", "replace"]]
+    assert hosts.started == []
+
+
+def test_without_netem_every_other_host_delays_what_it_receives_from_the_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(faults, "_run", recording_run(calls))
+    monkeypatch.setattr(faults, "iptables_available", lambda: True)
+    hosts = FakeHosts()
+    network = NetworkFaults(cast(Hosts, hosts))
+    network.delay(1, 200)
+    assert network.delayed == {1} and sorted(network.delayers[1]) == [0, 2]
+    assert [(peer, argv[3:5]) for peer, argv in hosts.started] == [
+        (0, ["--queue", "201"]), (2, ["--queue", "201"])]
+    source = hosts[1].address
+    rules = [call for call in calls if "iptables" in call]
+    assert rules == [nfqueue_rule_command(hosts[peer].netns, source, 201, add=True)
+                     for peer in (0, 2)]
+    calls.clear()
+    network.heal_all()
+    rules = [call for call in calls if "iptables" in call]
+    assert rules == [nfqueue_rule_command(hosts[peer].netns, source, 201, add=False)
+                     for peer in (0, 2)]
+    assert network.delayed == set() and network.delayers == {}
+    assert network.delay_reports == {1: {0: {"queue": 201}, 2: {"queue": 201}}}
+    assert all(process.returncode == 0 for process in hosts.processes)
+
+
+def test_a_delayer_that_cannot_start_leaves_no_rule_and_no_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(faults, "_run", recording_run(calls))
+    monkeypatch.setattr(faults, "iptables_available", lambda: True)
+    hosts = FakeHosts(BROKEN_DELAYER)
+    network = NetworkFaults(cast(Hosts, hosts))
+    with pytest.raises(FaultUnsupported, match=r"did not start.*no nfnetlink_queue here"):
+        network.delay(0, 200)
+    assert network.delayed == set() and network.delayers == {}
+    assert [call for call in calls if "iptables" in call] == []
+    assert all(process.poll() is not None for process in hosts.processes)
