@@ -90,6 +90,9 @@ class RunResult:
     offset: int | None = None
     minority_acks: int = 0
     leader_cut_recovery_s: list[float | None] = field(default_factory=list)
+    """Per leader cut: the workload's clients' first write acknowledged after it."""
+    leader_cut_write_available_s: list[float | None] = field(default_factory=list)
+    """Per leader cut: the nemesis's own probe of the majority (etcd's failover measure)."""
     error: str | None = None
     seconds: float = 0.0
     explain: str = ""
@@ -200,6 +203,8 @@ def run_once(options: CampaignOptions, index: int, base: Path,
             "".join(json.dumps(e.to_json()) + "\n" for e in nemesis.events))
         cuts = [e for e in nemesis.events if e.fault == "partition"]
         ops = read_history(history)
+        result.leader_cut_write_available_s = [e.details.get("write_available_s")
+                                               for e in cuts]
         result.leader_cut_recovery_s = recovery_seconds(
             ops, [int(e.details.get("cut_at", e.start)) for e in cuts], [e.heal for e in cuts])
     _judge(result, ops, options)
@@ -261,6 +266,7 @@ def _summary(results: Sequence[RunResult]) -> dict[str, Any]:
         for name, count in r.faults.items():
             faults[name] = faults.get(name, 0) + count
     recoveries = [v for r in results for v in r.leader_cut_recovery_s]
+    available = [v for r in results for v in r.leader_cut_write_available_s]
     return {
         "summary": True,
         "runs": len(results),
@@ -278,6 +284,10 @@ def _summary(results: Sequence[RunResult]) -> dict[str, Any]:
         "hash_mismatches": sum(1 for r in results if not r.hashes_equal),
         "leader_cut_recovery_median_s": median_or_none(recoveries),
         "leader_cuts_not_recovered_before_heal": sum(1 for v in recoveries if v is None),
+        "leader_cut_write_available_median_s": median_or_none(available),
+        "leader_cut_write_available_max_s": max((v for v in available if v is not None),
+                                                default=None),
+        "leader_cuts_unavailable_past_fault": sum(1 for v in available if v is None),
     }
 
 

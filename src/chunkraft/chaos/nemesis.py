@@ -68,6 +68,35 @@ _PROBE = textwrap.dedent("""\
 """)
 
 
+_AVAILABLE = textwrap.dedent("""\
+    import json, sys, time, secrets, urllib.request
+    request = json.load(sys.stdin)
+    started = time.monotonic()
+    attempt = 0
+    while time.monotonic() - started < request["limit"]:
+        url = request["urls"][attempt % len(request["urls"])]
+        attempt += 1
+        name = f"availability-probe-{secrets.token_hex(6)}"
+        body = json.dumps({"topics": [{"name": name, "num_partitions": 1,
+                                       "replication_factor": 1}]}).encode()
+        req = urllib.request.Request(url + "/controller/v1/create-topics", data=body,
+                                     headers={**request["headers"],
+                                              "content-type": "application/json",
+                                              "Idempotency-Key": secrets.token_hex(16)})
+        try:
+            with urllib.request.urlopen(req, timeout=request["timeout"]) as answer:
+                topics = json.load(answer).get("topics") or [{}]
+                if topics[0].get("error_code") == 0:
+                    print(json.dumps({"seconds": time.monotonic() - started,
+                                      "attempts": attempt, "url": url}))
+                    sys.exit(0)
+        except Exception:
+            pass
+        time.sleep(request["pause"])
+    print(json.dumps({"seconds": None, "attempts": attempt}))
+""")
+
+
 class PowerCut(Protocol):
     """Cuts the power of controllers: afterwards they are stopped, and only what they made
     durable is left in their data directories (see :mod:`chunkraft.chaos.power`)."""
@@ -137,6 +166,23 @@ class Nemesis:
         self.minority_acks.extend(acks)
         return acks
 
+    def probe_available(self, node_ids: Sequence[int], limit: float) -> float | None:
+        """Seconds until a new write sent to ``node_ids`` (in turns, a new topic each try,
+        0.5 s per attempt, 50 ms apart) is acknowledged, measured on the observer host from
+        now; None if none was within ``limit`` seconds. The measure etcd's failover anchor
+        uses (first successful put on a survivor)."""
+        hosts = self.cluster.hosts
+        assert hosts is not None and self.cluster.observer is not None
+        request = {"urls": [self.cluster.nodes[n].url for n in node_ids],
+                   "headers": self.cluster.headers, "limit": limit, "timeout": 0.5,
+                   "pause": 0.05}
+        result = subprocess.run(hosts.command(self.cluster.observer,
+                                              [sys.executable, "-c", _AVAILABLE]),
+                                input=json.dumps(request), capture_output=True, text=True,
+                                timeout=limit + 15, check=True)
+        seconds = json.loads(result.stdout)["seconds"]
+        return None if seconds is None else float(seconds)
+
     def _signal(self, node_id: int, signum: signal.Signals) -> None:
         process = self.cluster.nodes[node_id].process
         if process is not None and process.poll() is None:
@@ -164,10 +210,11 @@ class Nemesis:
         self.faults.isolate(self._host(leader))
         # Availability is measured from here: writes the old leader acknowledged before its
         # host was cut off are not a recovery.
-        event.details["cut_at"] = time.monotonic_ns()
-        time.sleep(min(seconds / 2, 2.0))
+        event.details["cut_at"] = cut_at = time.monotonic_ns()
+        majority = [n for n in sorted(self.cluster.nodes) if n != leader]
+        event.details["write_available_s"] = self.probe_available(majority, seconds)
         event.details["minority_acks"] = len(self.probe_minority([leader]))
-        time.sleep(max(0.0, seconds - min(seconds / 2, 2.0)))
+        time.sleep(max(0.0, seconds - (time.monotonic_ns() - cut_at) / 1e9))
 
     def _fault_halves(self, event: FaultEvent, seconds: float) -> None:
         size = len(self.cluster.nodes)

@@ -61,10 +61,11 @@ def test_the_summary_adds_runs_up() -> None:
     a = RunResult(0, 1, operations=10, checked=9, outcomes={"ok": 8}, faults={"kill": 1},
                   linearizable="valid", writes_with_final_reads="valid", hashes_equal=True,
                   tally={"lost": 0, "phantoms": 0, "diverged": 0},
-                  leader_cut_recovery_s=[1.0, None])
+                  leader_cut_recovery_s=[1.0, None], leader_cut_write_available_s=[0.5, 0.7])
     b = RunResult(1, 2, operations=5, checked=5, outcomes={"ok": 5}, faults={"kill": 2},
                   linearizable="violation", writes_with_final_reads="valid",
-                  hashes_equal=True, tally={"lost": 1}, leader_cut_recovery_s=[3.0])
+                  hashes_equal=True, tally={"lost": 1}, leader_cut_recovery_s=[3.0],
+                  leader_cut_write_available_s=[None])
     summary = _summary([a, b])
     assert summary["failed_runs"] == [1]
     assert summary["operations"] == 15 and summary["operations_checked"] == 14
@@ -72,6 +73,9 @@ def test_the_summary_adds_runs_up() -> None:
     assert summary["violations"] == 1 and summary["lost"] == 1
     assert summary["leader_cut_recovery_median_s"] == 2.0
     assert summary["leader_cuts_not_recovered_before_heal"] == 1
+    assert summary["leader_cut_write_available_median_s"] == 0.6
+    assert summary["leader_cut_write_available_max_s"] == 0.7
+    assert summary["leader_cuts_unavailable_past_fault"] == 1
 
 
 @pytest.mark.parametrize("argv", [["--faults", "meteor"], ["--runs", "0"],

@@ -61,6 +61,7 @@ class FakeFaults:
 def nemesis(cluster: FakeCluster, faults: FakeFaults, power: Any = None) -> Nemesis:
     n = Nemesis(cluster, faults, power, random.Random(0), election_timeout_s=0.05)  # type: ignore[arg-type]
     n.probe_minority = lambda nodes: []  # type: ignore[method-assign]
+    n.probe_available = lambda nodes, limit: 0.25  # type: ignore[method-assign]
     return n
 
 
@@ -77,6 +78,7 @@ def test_the_leader_is_what_a_partition_cuts_off() -> None:
     event = nemesis(cluster, faults).run_fault("partition", 0.05)
     assert faults.calls[0] == "isolate(1,)"          # host of node 2
     assert event.details["node"] == 2 and event.details["cut_at"] >= event.start
+    assert event.details["write_available_s"] == 0.25
 
 
 def test_a_fault_that_fails_to_start_is_still_healed() -> None:
