@@ -332,11 +332,10 @@ class NetworkFaults:
         for peer in ruled:
             _run(nfqueue_rule_command(self.hosts[peer].netns, source, queue, add=False),
                  check=False)
+        # All signalled first, so they stop at once; each is then waited for.
         for process in delayers.values():
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGTERM)
-        return {peer: _stop_process(process) for peer, process in delayers.items()}
+            _terminate(process)
+        return {peer: _wait_stopped(process) for peer, process in delayers.items()}
 
     def _heal_delay(self, index: int) -> None:
         delayers = self.delayers.pop(index, None)
@@ -375,11 +374,15 @@ def _ready(process: subprocess.Popen[bytes]) -> bool:
     return line.startswith(b'{"ready": true')
 
 
-def _stop_process(process: subprocess.Popen[bytes]) -> str:
-    """Stops ``process`` by its PID (SIGTERM, SIGKILL if it lingers); what it printed."""
+def _terminate(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGTERM)
+
+
+def _wait_stopped(process: subprocess.Popen[bytes]) -> str:
+    """Waits for a process sent SIGTERM (SIGKILL, by its PID, if it lingers); what it
+    printed."""
     try:
         out, err = process.communicate(timeout=DELAYER_STOP_SECONDS)
     except subprocess.TimeoutExpired:

@@ -3,6 +3,7 @@ standing in for the kernel, and how NetworkFaults picks it. The wire format: tes
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import struct
@@ -141,6 +142,31 @@ def test_stopping_accepts_everything_held_then_unbinds(
     assert parse_attributes(unbind.payload[4:]) == {1: b"\x02\0\0\0"}
     assert unbind.flags == 0x1  # not acknowledged: nothing left to wait for
     assert delayer.stats.released_at_stop == 2
+
+
+def test_run_stops_on_a_signal_or_when_its_parent_is_gone(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, kernel = pair
+    ours.settimeout(0.0)
+    wake_read, wake_write = os.pipe()
+    try:
+        delayer = Delayer(ours, 5, DelaySchedule(0.2))
+        kernel.send(kernel_packet(5, 8))
+        os.write(wake_write, b"\x0f")  # what signal.set_wakeup_fd writes for SIGTERM
+        delayer.run(wake_read, max_seconds=5, parent=os.getppid())
+        assert delayer.stats.stopped_by == "signal"
+        verdict, _unbind = sent(kernel)
+        assert parse_attributes(verdict.payload[4:])[2] == struct.pack("!II", 1, 8)
+        orphan = Delayer(ours, 5, DelaySchedule(0.2))
+        orphan.run(wake_read, max_seconds=5, parent=os.getppid() + 1)
+        assert orphan.stats.stopped_by == "parent gone"
+        bounded = Delayer(ours, 5, DelaySchedule(0.2))
+        os.read(wake_read, 1)
+        bounded.run(wake_read, max_seconds=0.05, parent=None)
+        assert bounded.stats.stopped_by == "max_seconds"
+    finally:
+        os.close(wake_read)
+        os.close(wake_write)
 
 
 def test_a_refusal_names_the_errno(pair: tuple[socket.socket, socket.socket]) -> None:
