@@ -24,7 +24,7 @@ def test_a_short_campaign_with_every_fault_finds_nothing_and_says_so(tmp_path: P
     assert Path("/dev/fuse").exists(), "the power-cut fault needs FUSE (/dev/fuse)"
     out = tmp_path / "campaign"
     result = subprocess.run(
-        [sys.executable, "-m", "chunkraft.chaos.campaign", "--runs", "1", "--seconds", "55",
+        [sys.executable, "-m", "chunkraft.chaos.campaign", "--runs", "1", "--seconds", "30",
          "--out", str(out), "--seed", "7"],
         capture_output=True, text=True, timeout=400)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,9 @@ __all__ = ["CampaignOptions", "RunResult", "main", "run_campaign", "run_once"]
 
 CONTROLLERS = 3
 CLIENT_HOST = CONTROLLERS  # the host after the controllers: clients and observer
+MAX_STRETCH = 4
+"""The workload stops when the nemesis is done; it gives up by itself after this many times
+the run's seconds (a nemesis that hangs must not keep it running for ever)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,28 @@ def _converged_hashes(cluster: NetnsCluster, timeout: float = 30.0
     return False, None, answers
 
 
+def _schedule(options: CampaignOptions, rng: random.Random, ends: float) -> Iterator[str]:
+    """The faults of one run: every chosen fault once, in a seeded shuffle, then more turns
+    (reshuffled) while the run's ``seconds`` last; a quiet period before each."""
+    order = list(options.faults)
+    rng.shuffle(order)
+    yield from _quietly(order, options)
+    for _turn in range(10_000):
+        if time.monotonic() + options.quiet_seconds + options.fault_seconds > ends:
+            return
+        rng.shuffle(order)
+        for name in _quietly(order, options):
+            yield name
+            if time.monotonic() + options.quiet_seconds + options.fault_seconds > ends:
+                return
+
+
+def _quietly(order: Sequence[str], options: CampaignOptions) -> Iterator[str]:
+    for name in order:
+        time.sleep(options.quiet_seconds)
+        yield name
+
+
 def run_once(options: CampaignOptions, index: int, base: Path,
              log: Callable[[str], None]) -> RunResult:
     """One run of the campaign under ``base`` (module doc)."""
@@ -158,32 +183,27 @@ def run_once(options: CampaignOptions, index: int, base: Path,
         stack.callback(faults.heal_all)
         nemesis = Nemesis(cluster, faults, power, rng,
                           election_timeout_s=_election_timeout_s(cluster), log=log)
+        stop_file = base / "workload.stop"
         config = WorkloadConfig(
             urls=tuple(node.url for node in cluster.nodes.values()),
             token=cluster.admin_token, cluster_id=cluster.cluster_id, history=str(history),
-            seconds=options.seconds, clients=options.clients, seed=seed, run=f"r{index}")
+            seconds=options.seconds * MAX_STRETCH, clients=options.clients, seed=seed,
+            run=f"r{index}", stop_file=str(stop_file))
         config_path = base / "workload.json"
         config_path.write_text(config.to_json(), encoding="utf-8")
         with (base / "workload.log").open("ab") as workload_log:
             workload = hosts.popen(CLIENT_HOST, [sys.executable, "-m",
                                                  "chunkraft.chaos.workload", str(config_path)],
                                    stdout=workload_log, stderr=subprocess.STDOUT)
-        ends = time.monotonic() + options.seconds - options.quiet_seconds
-        order: list[str] = []
-        for _turn in range(10_000):
-            time.sleep(options.quiet_seconds)
-            if time.monotonic() + options.fault_seconds > ends:
-                break
-            if not order:
-                order = list(options.faults)
-                rng.shuffle(order)
-            name = order.pop()
+        for name in _schedule(options, rng, time.monotonic() + options.seconds):
             nemesis.run_fault(name, options.fault_seconds)
             result.faults[name] = result.faults.get(name, 0) + 1
             # A fault that stopped controllers restarted them; let them find a leader.
             nemesis.heal_everything(timeout=60)
+        time.sleep(options.quiet_seconds)
+        stop_file.touch()
         try:
-            workload.wait(timeout=options.seconds + 120)
+            workload.wait(timeout=60)
         except subprocess.TimeoutExpired:
             workload.kill()
             result.error = "the workload did not finish in time"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import threading
@@ -80,6 +81,8 @@ class WorkloadConfig:
     request_timeout: float = 1.5
     request_deadline: float = 6.0
     pause: float = 0.02
+    stop_file: str = ""
+    """When this file exists the clients stop (``seconds`` is then an upper bound)."""
 
     @classmethod
     def from_json(cls, text: str) -> WorkloadConfig:
@@ -333,6 +336,10 @@ class _Client:
         self.recorder.fail(self.process, name)
 
 
+def _stopped(config: WorkloadConfig) -> bool:
+    return bool(config.stop_file) and os.path.exists(config.stop_file)
+
+
 def _key(rng: random.Random) -> str:
     return f"{rng.getrandbits(128):032x}"
 
@@ -390,7 +397,7 @@ def run(config: WorkloadConfig) -> int:
             http = _Http(config, index)
             try:
                 for _step in range(1_000_000):
-                    if time.monotonic() >= ends:
+                    if time.monotonic() >= ends or _stopped(config):
                         return
                     client.step(http)
                     time.sleep(config.pause)

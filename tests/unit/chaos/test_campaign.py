@@ -85,3 +85,16 @@ def test_bad_flags_are_refused(argv: list[str], capsys: pytest.CaptureFixture[st
         main(argv)
     assert exit_info.value.code == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_the_schedule_meets_every_fault_once_even_when_time_is_up() -> None:
+    import random
+    import time
+
+    from chunkraft.chaos.campaign import _schedule
+    options = CampaignOptions(faults=("kill", "loss", "pause"), fault_seconds=0.0,
+                              quiet_seconds=0.0)
+    names = list(_schedule(options, random.Random(3), time.monotonic() - 1))
+    assert sorted(names) == ["kill", "loss", "pause"]
+    more = list(_schedule(options, random.Random(3), time.monotonic() + 0.05))
+    assert len(more) > 3 and set(more) == {"kill", "loss", "pause"}
