@@ -18,9 +18,10 @@ What it does:
 - **Outcomes.** A write carries one ``Idempotency-Key`` over all its attempts, which go to the
   controllers in turn while the outcome is unknown (no answer, 5xx, 421, NOT_CONTROLLER,
   REQUEST_TIMED_OUT), until ``request_deadline``. A 200 with the item's error code 0 is *ok*;
-  a definite error (a 4xx, or another per-item code) is *fail*; a deadline passed without a
-  definite answer is *info*, after which the client goes on as a new process, because its
-  old request may still take effect.
+  a definite error (a 4xx, or another per-item code) is *fail*, unless an earlier attempt's
+  outcome was unknown (see :class:`WriteAnswer`); otherwise, and when the deadline passes
+  without a definite answer, it is *info*, after which the client goes on as a new process,
+  because its old request may still take effect.
 - **Reads.** A describe is ``POST /controller/v1/metadata`` for one topic with chunks, with
   ``min_offset`` the offset of this client's last write (``X-Metadata-Offset``): the read-your-
   writes guarantee of docs/api.md, which the checker verifies.
@@ -125,6 +126,27 @@ def topic_view(topic: dict[str, Any]) -> TopicView | None:
     return TopicView(topic.get("topic_id"), len(partitions), tuple(chunks))
 
 
+NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+"""Attempts that certainly never reached a controller."""
+
+
+@dataclass(frozen=True)
+class WriteAnswer:
+    """What one write came to: ``outcome`` ok (``answer`` is the 200 body: per-item errors are
+    the caller's to read), fail (``answer`` is the error name) or info (the reason), the
+    ``X-Metadata-Offset`` of the answer, and whether an earlier attempt's outcome is unknown.
+
+    A definite refusal answers for its own attempt only: an earlier attempt with the same key
+    that is still on its way (queued on a slow leader, say) may be validated after it and
+    commit. So after an unknown attempt, a refusal cannot prove the write did not happen.
+    """
+
+    outcome: str
+    answer: dict[str, Any] | str | None
+    offset: int | None
+    earlier_unknown: bool
+
+
 class _Http:
     """One client thread's connection to the quorum, with the retry rules of the module doc."""
 
@@ -140,12 +162,11 @@ class _Http:
     def _rotate(self) -> None:
         self._next = (self._next + 1) % len(self.config.urls)
 
-    def write(self, path: str, body: dict[str, Any], key: str
-              ) -> tuple[str, dict[str, Any] | str | None, int | None]:
-        """``("ok", body, offset)``, ``("fail", error name, offset)`` or ``("info", reason,
-        None)``. ``body`` is the whole 200 answer; per-item errors are the caller's to read."""
+    def write(self, path: str, body: dict[str, Any], key: str) -> WriteAnswer:
+        """Sends one write until a definite answer or the deadline (module doc)."""
         ends = time.monotonic() + self.config.request_deadline
         reason = "no attempt"
+        unknown = False
         for _attempt in range(1000):
             url = self.config.urls[self._next]
             try:
@@ -153,22 +174,26 @@ class _Http:
                                          headers={"Idempotency-Key": key})
             except httpx.HTTPError as error:
                 reason = f"{url}: {type(error).__name__}"
+                # Only a connection never made proves the request did not arrive.
+                unknown = unknown or not isinstance(error, NEVER_SENT)
                 self._rotate()
             else:
                 offset = _offset(answer)
                 parsed = _json(answer)
                 name = str(parsed.get("error_name") or "") if parsed else ""
                 if answer.status_code == 200 and parsed is not None:
-                    return "ok", parsed, offset
+                    return WriteAnswer("ok", parsed, offset, unknown)
                 if answer.status_code < 500 and answer.status_code != 421 \
                         and name not in RETRIABLE_NAMES:
-                    return "fail", name or f"HTTP_{answer.status_code}", offset
+                    return WriteAnswer("fail", name or f"HTTP_{answer.status_code}", offset,
+                                       unknown)
                 reason = f"{url}: {answer.status_code} {name}"
+                unknown = True
                 self._rotate()
             if time.monotonic() + self.config.pause >= ends:
                 break
             time.sleep(self.config.pause)
-        return "info", reason, None
+        return WriteAnswer("info", reason, None, unknown)
 
     def describe(self, topic: str, min_offset: int) -> tuple[bool, TopicView | None, str]:
         """``(True, view, "")`` or ``(False, None, reason)``: one attempt per controller
@@ -309,31 +334,34 @@ class _Client:
                 self.incarnation += 1
             return
         path, body = _request(op)
-        outcome, answer, offset = http.write(path, body, _key(self.rng))
-        if offset is not None and outcome != "info":
-            self.min_offset = max(self.min_offset, offset)
-        if outcome == "info":
-            self.recorder.info(self.process, str(answer))
-            self.incarnation += 1
+        written = http.write(path, body, _key(self.rng))
+        if written.offset is not None and written.outcome != "info":
+            self.min_offset = max(self.min_offset, written.offset)
+        if written.outcome == "ok":
+            assert isinstance(written.answer, dict)
+            code = _item_error(written.answer, op)
+            if code == 0:
+                value = None
+                if isinstance(op, CreateTopic):
+                    value = str(written.answer["topics"][0].get("topic_id"))
+                self.recorder.ok(self.process, value)
+                return
+            name = error_name(code)
+        elif written.outcome == "fail":
+            name = str(written.answer)
+        else:
+            self._unknown(str(written.answer))
             return
-        if outcome == "fail":
-            self.recorder.fail(self.process, str(answer))
-            return
-        assert isinstance(answer, dict)
-        code = _item_error(answer, op)
-        if code == 0:
-            value = None
-            if isinstance(op, CreateTopic):
-                value = str(answer["topics"][0].get("topic_id"))
-            self.recorder.ok(self.process, value)
-            return
-        name = error_name(code)
         if name in RETRIABLE_NAMES:
-            # A per-item REQUEST_TIMED_OUT: the change may still commit.
-            self.recorder.info(self.process, name)
-            self.incarnation += 1
-            return
-        self.recorder.fail(self.process, name)
+            self._unknown(name)  # a per-item REQUEST_TIMED_OUT: the change may still commit
+        elif written.earlier_unknown:
+            self._unknown(f"{name} after an attempt of unknown outcome")
+        else:
+            self.recorder.fail(self.process, name)
+
+    def _unknown(self, reason: str) -> None:
+        self.recorder.info(self.process, reason)
+        self.incarnation += 1
 
 
 def _stopped(config: WorkloadConfig) -> bool:
@@ -356,21 +384,23 @@ def _keep_brokers(config: WorkloadConfig, stop: threading.Event) -> None:
                 return
             for broker in config.brokers:
                 if broker not in epochs:
-                    outcome, answer, _ = http.write("/broker-registration", {
+                    written = http.write("/broker-registration", {
                         "broker_id": broker, "cluster_id": config.cluster_id,
                         "incarnation_id": _incarnation(rng),
                         "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1",
                                        "port": 9000 + broker, "security_protocol": 0}],
                         "rack": None}, _key(rng))
-                    if outcome == "ok" and isinstance(answer, dict) \
+                    answer = written.answer
+                    if written.outcome == "ok" and isinstance(answer, dict) \
                             and answer.get("error_code") == 0:
                         epochs[broker] = int(answer["broker_epoch"])
                     continue
                 epoch = epochs[broker]
-                outcome, answer, _ = http.write("/broker-heartbeat", {
+                written = http.write("/broker-heartbeat", {
                     "broker_id": broker, "broker_epoch": epoch,
                     "current_metadata_offset": epoch}, _key(rng))
-                if outcome == "ok" and isinstance(answer, dict) \
+                answer = written.answer
+                if written.outcome == "ok" and isinstance(answer, dict) \
                         and answer.get("error_code", 0) != 0:
                     del epochs[broker]  # stale epoch or unknown broker: register again
     finally:

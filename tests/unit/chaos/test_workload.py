@@ -20,6 +20,7 @@ from chunkraft.chaos.history import (
 from chunkraft.chaos.workload import (
     CUT_TIMESTAMP_BASE,
     WorkloadConfig,
+    WriteAnswer,
     _Client,
     _item_error,
     _request,
@@ -99,3 +100,46 @@ def test_a_client_reads_a_topic_before_it_writes_it_and_stays_in_the_pool() -> N
             client.seen[topic] = TopicView("id", 2, (((0, None), (5, (1, 2))), ((0, None),)))
         kinds = {type(client.choose()).__name__ for _ in range(400)}
         assert kinds == {"Describe", "CreateTopic", "CreatePartitions", "CutChunk", "MoveChunk"}
+
+
+class _Answers:
+    """Stands in for the HTTP client: each write returns the next answer."""
+
+    def __init__(self, *answers: object) -> None:
+        self.answers = list(answers)
+
+    def write(self, path: str, body: object, key: str) -> object:
+        return self.answers.pop(0)
+
+
+def _client_about_to_write(recorder: HistoryRecorder) -> _Client:
+    client = _Client(0, CONFIG, recorder, random.Random(2), time.monotonic())
+    client.choose = lambda: CreatePartitions("a", 3)  # type: ignore[method-assign]
+    return client
+
+
+@pytest.mark.parametrize(("answer", "outcome", "told"), [
+    (WriteAnswer("ok", {"results": [{"error_code": 0}]}, 7, False), "ok", None),
+    (WriteAnswer("ok", {"results": [{"error_code": 37}]}, 7, False), "fail",
+     "INVALID_PARTITIONS"),
+    (WriteAnswer("fail", "INVALID_REQUEST", 7, False), "fail", "INVALID_REQUEST"),
+    # After an attempt of unknown outcome a refusal proves nothing: that attempt may commit.
+    (WriteAnswer("ok", {"results": [{"error_code": 37}]}, 7, True), "info",
+     "INVALID_PARTITIONS after an attempt of unknown outcome"),
+    (WriteAnswer("fail", "INVALID_REPLICATION_FACTOR", 7, True), "info",
+     "INVALID_REPLICATION_FACTOR after an attempt of unknown outcome"),
+    (WriteAnswer("ok", {"results": [{"error_code": 7}]}, 7, False), "info",
+     "REQUEST_TIMED_OUT"),
+    (WriteAnswer("info", "no answer", None, True), "info", "no answer"),
+])
+def test_what_a_write_came_to_is_recorded_as_what_the_client_knows(
+        answer: WriteAnswer, outcome: str, told: str | None) -> None:
+    with HistoryRecorder() as recorder:
+        client = _client_about_to_write(recorder)
+        client.step(_Answers(answer))  # type: ignore[arg-type]
+        [done] = recorder.operations()
+        assert done.outcome == outcome
+        assert (done.error if outcome != "ok" else None) == told
+        # A client that met an unknown outcome goes on as a new process.
+        assert client.process == ("0.1" if outcome == "info" else "0.0")
+        assert client.min_offset == (-1 if answer.outcome == "info" else 7)
