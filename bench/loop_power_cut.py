@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 "refused": len(result.refused), "cut_ms": round(report.cut_seconds * 1000, 1),
                 "remount_ms": round(report.remount_seconds * 1000, 1),
                 "survived_bytes": {n: s.bytes for n, s in report.survived.items()},
+                "not_stopped": report.not_stopped,
             }
             try:
                 cluster.wait_ready(timeout=READY_TIMEOUT_S)
@@ -142,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
                 if not args.keep_going:
                     break
         cluster.stop()
+    # A controller thread that ran on after the daemons died would have logged ENOTCONN.
+    enotconn = sum(node.log_path.read_text(errors="replace").count(
+        "Transport endpoint is not connected") for node in cluster.nodes.values())
     restarts = [r["restart_to_converged_s"] for r in rounds]
     summary = {
         "summary": True, "cuts": len(rounds), "writers": args.writers, "seed": args.seed,
@@ -151,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
         "not_converged": sum(1 for f in failures if "error" in f),
         "failures": len(failures),
         "canaries_survived": sum(len(r["canaries_survived"]) for r in rounds),
+        "cuts_with_running_threads": sum(1 for r in rounds if r["not_stopped"]),
+        "enotconn_in_controller_logs": enotconn,
         "unknown_present": rounds[-1]["unknown_present"] if rounds else 0,
         "write_p50_ms": round(1000 * (_percentile(total.latencies, 0.5) or 0), 1),
         "write_p99_ms": round(1000 * (_percentile(total.latencies, 0.99) or 0), 1),

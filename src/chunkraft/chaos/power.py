@@ -9,8 +9,11 @@ fsyncs (creates, renames, unlinks) survives a cut (``chaos/lazyfs_model.py`` sta
 
 :meth:`PowerSupply.cut` cuts the power of some or all controllers, in this order:
 
-1. SIGSTOP every target controller, so none acts on the dying file system (or answers a
-   client) from here on; what it answered before was answered after its own fsyncs returned;
+1. SIGSTOP every target controller and wait until every one of its threads has stopped
+   (``/proc/<pid>/task/*/stat``), so none acts on the dying file system (or answers a client)
+   from here on; a thread inside a file-system call stops when that call returns, which the
+   still-living daemon lets it do; what a node answered before was answered after its own
+   fsyncs returned;
 2. SIGKILL their lazyfs daemons: the kernel's FUSE connection is aborted, and whatever the
    kernel or the daemon held that no fsync had made durable is gone;
 3. SIGKILL the controllers (``LocalCluster.kill``);
@@ -73,6 +76,7 @@ OWNER_DIR = Path("/run/chunkraft-lazyfs")
 MOUNT_TIMEOUT_SECONDS = 30.0
 KILL_WAIT_SECONDS = 10.0
 UMOUNT_TIMEOUT_SECONDS = 30.0
+STOP_TIMEOUT_SECONDS = 5.0
 
 
 def _unescape(field_text: str) -> str:
@@ -107,6 +111,36 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _running_threads(pid: int) -> int:
+    """Threads of ``pid`` not (yet) stopped: neither ``T`` / ``t`` nor gone."""
+    running = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            text = Path(f"/proc/{pid}/task/{task}/stat").read_text(encoding="ascii")
+        except OSError:
+            continue
+        state = text.rpartition(")")[2].split()[0]  # the name in (...) may hold spaces
+        if state not in ("T", "t", "Z", "X"):
+            running += 1
+    return running
+
+
+def _wait_stopped(pids: dict[int, int], timeout: float) -> dict[int, int]:
+    """Waits until every thread of each process has stopped; node id -> threads still
+    running at the timeout (none normally)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = {node: count for node, pid in pids.items()
+                   if (count := _running_threads(pid))}
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.001)
 
 
 def _is_lazyfs_daemon(pid: int, mountpoint: str) -> bool:
@@ -265,13 +299,15 @@ class _Node:
 
 @dataclass(frozen=True)
 class CutReport:
-    """One cut: the nodes it cut, how long the cut and the remount took, and what survived
-    on each node (directories, files, bytes)."""
+    """One cut: the nodes it cut, how long the cut and the remount took, what survived on each
+    node (directories, files, bytes), and the threads that had not stopped within
+    ``STOP_TIMEOUT_SECONDS`` of the SIGSTOP (normally none)."""
 
     node_ids: tuple[int, ...]
     cut_seconds: float
     remount_seconds: float
     survived: dict[int, MaterializeReport] = field(default_factory=dict)
+    not_stopped: dict[int, int] = field(default_factory=dict)
 
 
 class PowerSupply:
@@ -331,11 +367,14 @@ class PowerSupply:
         ``cluster.start(node_id)`` brings them back. :attr:`reports` gets the cut's report."""
         targets = list(self.nodes) if node_ids is None else list(node_ids)
         started = time.monotonic()
+        stopped: dict[int, int] = {}
         for node_id in targets:
             process = self.cluster.nodes[node_id].process
             if process is not None and process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGSTOP)
+                    stopped[node_id] = process.pid
+        not_stopped = _wait_stopped(stopped, STOP_TIMEOUT_SECONDS)
         for node_id in targets:
             self.mount(node_id).kill()
         for node_id in targets:
@@ -354,7 +393,8 @@ class PowerSupply:
             shutil.rmtree(previous)
             mount.start()
         self.reports.append(CutReport(tuple(targets), cut_seconds,
-                                      time.monotonic() - started - cut_seconds, survived))
+                                      time.monotonic() - started - cut_seconds, survived,
+                                      not_stopped))
 
     # ------------------------------------------------------------------ cleanup
 
