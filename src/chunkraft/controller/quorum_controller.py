@@ -10,6 +10,8 @@ The write path, all on one asyncio event loop:
    (group commit), so a burst of small operations costs few Raft round trips;
 4. when the entry is applied the caller gets its response, or on an offset mismatch (a write got
    there first, e.g. across a failover) the operation is validated again on the fresh image.
+5. an operation that writes nothing (a refusal) read the speculative image too: it is answered
+   only once every batch in flight that image holds has committed, else validated again.
 
 After winning an election the leader commits a barrier (a NoOpRecord) before it validates
 anything, so every entry of earlier terms is in its image first. Reads use the committed image.
@@ -290,6 +292,8 @@ class QuorumController:
             raise ApiException(Errors.INVALID_REQUEST, "an idempotency key is 16 non-zero bytes")
         deadline = time.monotonic() + (timeout if timeout is not None else self.request_timeout)
         last_error = "no attempt made"
+        refusal: R | None = None
+        ahead: list[asyncio.Future[BatchOutcome]] = []
         for _attempt in range(MAX_ATTEMPTS):
             self._check_usable()
             earlier = self.raft.state_machine.outcome_of(key)
@@ -314,14 +318,30 @@ class QuorumController:
                         result, staged = _validate_and_stage(operation, base, key, epoch,
                                                              self._now_ms())
                     if not staged:
-                        return WriteResult(result.response, base.offset, False)
-                    if self.raft.epoch() != epoch or self._speculative is not base:
+                        # A refusal (or a write with nothing to do) read ``base``; if that holds
+                        # batches still in flight, it may only be answered once they commit.
+                        ahead = [item.future for item in self._staged.values()]
+                        if not ahead:
+                            return WriteResult(result.response, base.offset, False)
+                        refusal = result.response
+                    elif self.raft.epoch() != epoch or self._speculative is not base:
                         # Leadership changed while it validated: validate again on what the
                         # next attempt finds (the records were never proposed).
                         self._speculative = None
                         last_error = "leadership changed during validation"
                         continue
-                    pending = self._stage_all(staged, result.response)
+                    else:
+                        pending = self._stage_all(staged, result.response)
+            if refusal is not None:
+                if await self._all_committed(ahead, deadline):
+                    return WriteResult(refusal, base.offset, False)
+                # What it read was speculation that did not commit (a failover discarded it):
+                # validate again on what did, from the committed image up.
+                self._speculative = None
+                refusal = None
+                last_error = "a refusal read writes that did not commit"
+                continue
+            assert pending is not None
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 outcome = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
@@ -354,6 +374,25 @@ class QuorumController:
             last_error = outcome.message  # OFFSET_MISMATCH: validate again on the new image
         raise ApiException(Errors.REQUEST_TIMED_OUT, f"gave up after {MAX_ATTEMPTS} attempts: "
                                                      f"{last_error}")
+
+    async def _all_committed(self, futures: list[asyncio.Future[BatchOutcome]],
+                             deadline: float) -> bool:
+        """Waits until these in-flight batches settle; True if every one committed as
+        proposed (so the speculative image a refusal read is now the committed one).
+
+        Raises ApiException REQUEST_TIMED_OUT if they do not settle before ``deadline``.
+        """
+        remaining = max(deadline - time.monotonic(), 0.001)
+        try:
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*(asyncio.shield(f) for f in futures), return_exceptions=True),
+                remaining)
+        except TimeoutError:
+            raise ApiException(
+                Errors.REQUEST_TIMED_OUT,
+                "the answer depends on earlier writes not yet committed; retry") from None
+        return all(isinstance(o, BatchOutcome) and o.status is BatchStatus.COMMITTED
+                   for o in outcomes)
 
     def _check_usable(self) -> None:
         failure = self.raft.state_machine.failure
