@@ -9,6 +9,10 @@ the process that manages the servers, so the client CPU they report is theirs al
 A :class:`Workload` says what one request is; :func:`run_load` runs ``clients`` tasks for a
 warm-up and then a measured window, both bounded in time (and each task in requests), and
 returns what completed inside the window.
+
+Each system's client settings travel in its :class:`Workload` (``headers``, ``timeout``) and
+nowhere else: the client processes read nothing from the environment (no token, no proxy, no
+``.netrc``), so a chunkraft token can never reach etcd's or raw pysyncobj's requests.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import ssl
 import statistics
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -63,6 +68,10 @@ class Workload:
     """``post-read``: the JSON body every request sends."""
     timeout: float = 30.0
     """Seconds a request may take (large reads under load take longer than 30)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Headers every request of this system carries, e.g. chunkraft's ``authorization`` (as
+    ``tuple(cluster.headers.items())``); etcd and raw pysyncobj carry none. The only source of
+    such headers: nothing is taken from the environment."""
 
     @property
     def records_per_op(self) -> int:
@@ -144,6 +153,13 @@ def build_request(workload: Workload, task: int, tasks: int, seq: int) -> Reques
     return Request(path, json.dumps(body).encode(), headers)
 
 
+def _all_ok(results: Any) -> bool:
+    """Whether a chunkraft answer's list of per-item results is non-empty and all succeeded
+    (an answer of another shape is a failure, not an exception)."""
+    return isinstance(results, list) and bool(results) and all(
+        isinstance(t, dict) and t.get("error_code") == 0 for t in results)
+
+
 def answer_ok(kind: str, status: int, answer: Any) -> bool:
     """Whether a parsed answer is a success (chunkraft errors travel in the body)."""
     if kind in READ_KINDS:
@@ -153,11 +169,11 @@ def answer_ok(kind: str, status: int, answer: Any) -> bool:
     if status != 200 or not isinstance(answer, dict):
         return False
     if kind == "v3-create-partitions":
-        return all(t.get("error_code") == 0 for t in answer.get("data", [None]))
+        return _all_ok(answer.get("data"))
     if kind == "create-topic":
-        return all(t.get("error_code") == 0 for t in answer.get("topics", [None]))
+        return _all_ok(answer.get("topics"))
     if kind == "create-partitions":
-        return all(t.get("error_code") == 0 for t in answer.get("results", [None]))
+        return _all_ok(answer.get("results"))
     if kind == "etcd-txn":
         return bool(answer.get("succeeded"))
     return True
@@ -185,19 +201,17 @@ class LoadResult:
         self.first_error = self.first_error or other.first_error
 
 
-def auth_headers() -> dict[str, str]:
-    """``Authorization`` for ``$CHUNKRAFT_TOKEN`` (the quorum's admin token, which the bench
-    script sets before it spawns client processes; they inherit it), or none."""
-    token = os.environ.get("CHUNKRAFT_TOKEN")
-    return {"authorization": f"Bearer {token}"} if token else {}
-
-
-def new_client(url: str, timeout: float = 30.0) -> httpx.AsyncClient:
-    """An AsyncClient with one keep-alive connection. The TLS context (never used: plain
-    HTTP) is built once and shared: httpx builds one per client otherwise, ~0.1 s each here."""
+def new_client(url: str, timeout: float = 30.0, headers: Mapping[str, str] | None = None,
+               transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """An AsyncClient with one keep-alive connection, sending ``headers`` (and no others of
+    ours) with every request. ``trust_env=False``: no proxy, ``.netrc`` or certificate setting
+    comes from the environment either. The TLS context (never used: plain HTTP) is built once
+    and shared: httpx builds one per client otherwise, ~0.1 s each here. ``transport`` is for
+    tests (an ``httpx.MockTransport``)."""
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     return httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout, verify=_TLS,
-                             headers=auth_headers())
+                             headers=dict(headers or {}), trust_env=False,
+                             transport=transport)
 
 
 async def _task(workload: Workload, task: int, tasks: int, start: float, end: float,
@@ -235,9 +249,11 @@ async def _task(workload: Workload, task: int, tasks: int, start: float, end: fl
 
 
 async def _run_tasks(workload: Workload, task_ids: list[int], tasks: int, start: float,
-                     end: float) -> LoadResult:
+                     end: float, transport: httpx.AsyncBaseTransport | None = None
+                     ) -> LoadResult:
     result = LoadResult()
-    clients = [new_client(workload.urls[t % len(workload.urls)], workload.timeout)
+    clients = [new_client(workload.urls[t % len(workload.urls)], workload.timeout,
+                          dict(workload.headers), transport)
                for t in task_ids]
     await asyncio.sleep(max(start - 1.0 - time.time(), 0))  # warm-up starts 1 s before
     cpu_before: float | None = None

@@ -48,12 +48,12 @@ from typing import Any
 
 import httpx
 
-from _http_load import LoadResult, Workload, auth_headers, percentile, run_load
+from _http_load import LoadResult, Workload, percentile, run_load
 from _report import append_section, emit
 from bench_controller import (
     CLUSTER_TIMEOUT,
     Brokers,
-    authenticated,
+    Headers,
     code_version,
     controller_pids,
     create_pool,
@@ -165,8 +165,9 @@ def bench_overhead(cluster: LocalCluster, cluster_id: str, pairs: int) -> None:
     v3 = f"{url}/v3/clusters/{cluster_id}"
     rng = random.Random(4)
     warm = 20
-    pool = create_pool(url, "ovp", 2 * (pairs + warm))
-    with httpx.Client(headers=auth_headers(), timeout=60.0) as client:
+    headers = cluster.headers
+    pool = create_pool(url, headers, "ovp", 2 * (pairs + warm))
+    with httpx.Client(headers=headers, timeout=60.0, trust_env=False) as client:
         def run_pairs(name: str, rpc_call: Callable[[int], float],
                       v3_call: Callable[[int], float]) -> None:
             rpc_ms: list[float] = []
@@ -200,9 +201,9 @@ def bench_overhead(cluster: LocalCluster, cluster_id: str, pairs: int) -> None:
             lambda i: timed_request(client, "POST", f"{url}/controller/v1/metadata", {
                 "topics": [{"name": pool[2 * i]}], "include_chunks": False}, 200),
             lambda i: timed_request(client, "GET", f"{v3}/topics/{pool[2 * i]}", None, 200))
-    delete_names(url, pool)
+    delete_names(url, headers, pool)
     for prefix in ("ovr", "ovv"):
-        delete_prefixed(url, prefix)
+        delete_prefixed(url, headers, prefix)
 
 
 # ------------------------------------------------------------------ load items
@@ -211,7 +212,7 @@ def bench_overhead(cluster: LocalCluster, cluster_id: str, pairs: int) -> None:
 def load_row(item: str, variant: str, workload: Workload, clients: int, duration: float,
              pids: list[int], offset_url: str | None = None,
              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    on_window, seen = measured(pids, offset_url)
+    on_window, seen = measured(pids, offset_url, dict(workload.headers))
     result: LoadResult = run_load(workload, clients=clients, duration=duration,
                                   on_window=on_window)
     span = seen["t1"] - seen["t0"]
@@ -242,10 +243,11 @@ def bench_create_topics(cluster: LocalCluster, cluster_id: str, clients: int,
         for variant, kind in (("v3", "v3-create-topic"), ("rpc", "create-topic")):
             leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
             prefix = f"ct{variant}{run}"
-            workload = Workload(kind, (leader_url,), prefix, cluster_id=cluster_id)
+            workload = Workload(kind, (leader_url,), prefix, cluster_id=cluster_id,
+                                headers=tuple(cluster.headers.items()))
             load_row("create-topics", variant, workload, clients, duration, pids,
                      offset_url=leader_url, extra={"run": run})
-            delete_prefixed(leader_url, prefix)
+            delete_prefixed(leader_url, cluster.headers, prefix)
 
 
 def bench_create_partitions(cluster: LocalCluster, cluster_id: str, clients: int,
@@ -254,27 +256,28 @@ def bench_create_partitions(cluster: LocalCluster, cluster_id: str, clients: int
     for run in range(repeats):
         leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
         prefix = f"cp{run}"
-        pool = create_pool(leader_url, prefix, 12_000)
+        pool = create_pool(leader_url, cluster.headers, prefix, 12_000)
         workload = Workload("v3-create-partitions", (leader_url,), prefix, batch=1,
+                            headers=tuple(cluster.headers.items()),
                             pool=tuple(pool), cluster_id=cluster_id)
         load_row("create-partitions", "v3", workload, clients, duration, pids,
                  offset_url=leader_url, extra={"run": run})
-        delete_names(leader_url, pool)
+        delete_names(leader_url, cluster.headers, pool)
 
 
-def build_describe_topic(url: str) -> None:
+def build_describe_topic(url: str, headers: Headers) -> None:
     """10,000 partitions (RF 3) in one topic, then 5 cuts of each: 50,000 inactive chunks.
 
     One operation writes at most 10,000 records, so the topic is created with 9,999 partitions
     (and its topic record) and then grown by one (whose KIP-253 prior epochs list the 9,999:
     growing a large topic in big steps would write steps x partitions of them)."""
     began = time.monotonic()
-    created = post(url, "create-topics", {"topics": [
+    created = post(url, headers, "create-topics", {"topics": [
         {"name": DESCRIBE_TOPIC, "num_partitions": DESCRIBE_PARTITIONS - 1,
          "replication_factor": 3}]}, timeout=120)
     if created["topics"][0]["error_code"] != 0:
         raise RuntimeError(f"create-topics: {created}")
-    grown = post(url, "create-partitions", {
+    grown = post(url, headers, "create-partitions", {
         "topics": [{"name": DESCRIBE_TOPIC, "count": DESCRIBE_PARTITIONS, "assignments": None}],
         "timeout_ms": 60_000, "validate_only": False}, timeout=120)
     if grown["results"][0]["error_code"] != 0:
@@ -282,7 +285,7 @@ def build_describe_topic(url: str) -> None:
     per_request = 2500  # 2 records a cut: 5,000 records, under the 10,000 of one operation
     for cut in range(1, CUTS_PER_PARTITION + 1):
         for first in range(0, DESCRIBE_PARTITIONS, per_request):
-            answer = post(url, "create-chunks", {"topics": [{
+            answer = post(url, headers, "create-chunks", {"topics": [{
                 "name": DESCRIBE_TOPIC,
                 "partitions": [{
                     "partition_index": p, "broker_ids": [1, 2, 3],
@@ -294,24 +297,24 @@ def build_describe_topic(url: str) -> None:
             bad = [p for t in answer["topics"] for p in t["partitions"] if p["error_code"]]
             if answer.get("error_code") or bad:
                 raise RuntimeError(f"create-chunks: {answer.get('error_message')} {bad[:2]}")
-    status = quorum(url)
+    status = quorum(url, headers)
     for _ in range(100):  # the node asked may apply the last cut a moment after it answered
         if status["chunks"] >= DESCRIBE_PARTITIONS * CUTS_PER_PARTITION:
             break
         time.sleep(0.1)
-        status = quorum(url)
+        status = quorum(url, headers)
     record({"item": "describe-build", "partitions": status["partitions"],
             "chunks": status["chunks"], "seconds": round(time.monotonic() - began, 1)})
 
 
-def sequential_reads(urls: list[str], method: str, path: str, body: Any,
+def sequential_reads(urls: list[str], headers: Headers, method: str, path: str, body: Any,
                      count: int) -> tuple[list[float], int, list[float]]:
     """``count`` reads by one client (after 2 unmeasured), in turn over ``urls``; latencies
     in ms, the size of the last answer and the latencies of the 2 first (cold) reads."""
     latencies: list[float] = []
     cold: list[float] = []
     size = 0
-    with httpx.Client(headers=auth_headers(), timeout=120.0) as client:
+    with httpx.Client(headers=dict(headers), timeout=120.0, trust_env=False) as client:
         for i in range(count + 2):
             url = urls[i % len(urls)]
             began = time.perf_counter()
@@ -330,7 +333,8 @@ def bench_read(cluster: LocalCluster, item: str, method: str, path: str, body: A
     urls = [node.url for node in cluster.nodes.values()]
     leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
     epoch = raft_epoch(cluster)
-    latencies, size, cold = sequential_reads([leader_url], method, path, body, sequential)
+    latencies, size, cold = sequential_reads([leader_url], cluster.headers, method, path, body,
+                                             sequential)
     epoch, elections = raft_epoch(cluster), raft_epoch(cluster) - epoch
     record({"item": item, "variant": "one client, to the leader", "clients": 1,
             "requests": len(latencies), "p50_ms": ms(latencies, 0.5),
@@ -339,6 +343,7 @@ def bench_read(cluster: LocalCluster, item: str, method: str, path: str, body: A
             "first_two_ms": [round(x, 1) for x in cold], "raft_elections": elections, **extra})
     kind = "get" if method == "GET" else "post-read"
     workload = Workload(kind, tuple(urls), item, path=path,
+                        headers=tuple(cluster.headers.items()),
                         body=json.dumps(body) if body is not None else "", timeout=300.0)
     row = load_row(item, "clients over the 3 nodes", workload, clients, duration, pids,
                    extra={"answer_bytes": size, **extra})
@@ -350,15 +355,15 @@ def bench_read(cluster: LocalCluster, item: str, method: str, path: str, body: A
 def raft_epoch(cluster: LocalCluster) -> int:
     """The quorum's Raft epoch (term) once a leader is known: each election raises it."""
     leader = cluster.wait_ready(CLUSTER_TIMEOUT)
-    return int(quorum(cluster.nodes[leader].url, timeout=60.0)["epoch"])
+    return int(quorum(cluster.nodes[leader].url, cluster.headers, timeout=60.0)["epoch"])
 
 
 def bench_describe(cluster: LocalCluster, cluster_id: str, clients: int, duration: float,
                    sequential: int) -> None:
     url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
-    status = quorum(url)
+    status = quorum(url, cluster.headers)
     if status["partitions"] < DESCRIBE_PARTITIONS:
-        build_describe_topic(url)
+        build_describe_topic(url, cluster.headers)
     path = (f"/v3/clusters/{cluster_id}/topics/{DESCRIBE_TOPIC}/partitions"
             f"?include_chunks=true&page_size={DESCRIBE_PARTITIONS}")
     bench_read(cluster, "describe", "GET", path, None, clients, duration, sequential,
@@ -369,14 +374,14 @@ def bench_describe(cluster: LocalCluster, cluster_id: str, clients: int, duratio
 def bench_metadata(cluster: LocalCluster, clients: int, duration: float,
                    sequential: int) -> None:
     url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
-    have = quorum(url)["partitions"]
+    have = quorum(url, cluster.headers)["partitions"]
     began = time.monotonic()
     for index in range(max(METADATA_PARTITIONS - have, 0) // 1000):
-        created = post(url, "create-topics", {"topics": [
+        created = post(url, cluster.headers, "create-topics", {"topics": [
             {"name": f"meta-{index}", "num_partitions": 1000, "replication_factor": 3}]})
         if created["topics"][0]["error_code"] not in (0, 36):
             raise RuntimeError(f"create-topics: {created}")
-    status = quorum(url)
+    status = quorum(url, cluster.headers)
     record({"item": "metadata-build", "partitions": status["partitions"],
             "topics": status["topics"], "chunks": status["chunks"],
             "seconds": round(time.monotonic() - began, 1)})
@@ -520,14 +525,14 @@ def main() -> None:
             else:
                 base = Path(stack.enter_context(tempfile.TemporaryDirectory(
                     prefix="chunkraft-bench-api-")))
-            cluster = authenticated(LocalCluster(base / "api"))
+            cluster = LocalCluster(base / "api")
             cluster.prepare()
             stack.callback(cluster.stop)
             cluster.start()
             brokers = Brokers(cluster)
             stack.callback(brokers.close)
             leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
-            cluster_id = str(quorum(leader_url)["cluster_id"])
+            cluster_id = str(quorum(leader_url, cluster.headers)["cluster_id"])
             actions: dict[str, Callable[[], None]] = {
                 "overhead": lambda: bench_overhead(cluster, cluster_id, pairs),
                 "create-topics": lambda: bench_create_topics(cluster, cluster_id, args.clients,

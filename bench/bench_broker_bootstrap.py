@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from _report import emit
-from bench_controller import CLUSTER_TIMEOUT, Brokers, _build, authenticated, quorum
+from bench_controller import CLUSTER_TIMEOUT, Brokers, _build, quorum
 from chunkraft.deploy.local_cluster import LocalCluster
 
 
@@ -112,9 +112,9 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-bootstrap-"))
-    cluster = authenticated(LocalCluster(
+    cluster = LocalCluster(
         base, broker_count=1,
-        extra_properties={"metadata.max.retained.bytes": str(args.retained_bytes)}))
+        extra_properties={"metadata.max.retained.bytes": str(args.retained_bytes)})
     brokers: Brokers | None = None
     try:
         cluster.prepare()
@@ -124,10 +124,11 @@ def main() -> int:
         topics = max(args.partitions // args.per_topic, 1)
         began = time.monotonic()
         retries: list[str] = []
-        created = asyncio.run(_build(cluster.nodes[leader].url, topics, args.per_topic, 9, 4,
-                                     began + 900, retries))
+        created = asyncio.run(_build(cluster.nodes[leader].url, cluster.headers, topics,
+                                     args.per_topic, 9, 4, began + 900, retries))
         build_s = time.monotonic() - began
-        status = quorum(cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url)
+        status = quorum(cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url,
+                        cluster.headers)
         offset, partitions = int(status["metadata_offset"]), int(status["partitions"])
         emit({"bench": "broker_bootstrap", "phase": "build", "topics": created,
               "partitions": partitions, "offset": offset, "seconds": round(build_s, 1)})

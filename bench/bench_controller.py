@@ -3,7 +3,9 @@
 Every chunkraft figure comes from a real 3-node LocalCluster on 127.0.0.1 (journal, dump and
 Raft password on: the LocalCluster defaults), driven over HTTP by the one load client of
 ``_http_load.py`` (each task its own AsyncClient with one keep-alive connection, clients in their
-own processes). Items, each selectable with ``--only``:
+own processes). Each system gets its own client settings, passed explicitly with its workloads:
+chunkraft's requests carry its admin token, etcd's and raw pysyncobj's carry none of ours, and
+nothing is read from the environment. Items, each selectable with ``--only``:
 
 - ``partitions``: createPartitions adding 1,000 partitions to a fresh 1-partition topic (RF 3),
   end-to-end latency of one client, p50/p99 (target p50 <= 150 ms);
@@ -44,7 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,6 @@ from _etcd import EtcdCluster, ensure_etcd, etcd_version
 from _http_load import (
     LoadResult,
     Workload,
-    auth_headers,
     new_client,
     percentile,
     run_load,
@@ -65,6 +66,7 @@ from _report import append_section, emit
 from chunkraft.deploy.local_cluster import LocalCluster
 
 CLUSTER_TIMEOUT = 60.0
+Headers = Mapping[str, str]
 TICKS = os.sysconf("SC_CLK_TCK")
 ROWS: list[dict[str, Any]] = []
 NOTES: list[str] = []
@@ -142,29 +144,24 @@ def code_version() -> str:
 # ------------------------------------------------------------------ chunkraft helpers
 
 
-def authenticated(cluster: LocalCluster) -> LocalCluster:
-    """``cluster``, with its admin token in ``$CHUNKRAFT_TOKEN`` for every client of this
-    process and of the client processes it spawns (see ``_http_load.auth_headers``)."""
-    os.environ["CHUNKRAFT_TOKEN"] = cluster.admin_token
-    return cluster
-
-
-def quorum(url: str, hash_: bool = False, timeout: float = 5.0) -> dict[str, Any]:
+def quorum(url: str, headers: Headers, hash_: bool = False,
+           timeout: float = 5.0) -> dict[str, Any]:
+    """The node's ``/controller/v1/quorum`` answer (``headers``: the quorum's, explicitly)."""
     suffix = "?hash=true" if hash_ else ""
     return dict(httpx.get(f"{url}/controller/v1/quorum{suffix}", timeout=timeout,
-                          headers=auth_headers()).json())
+                          headers=dict(headers), trust_env=False).json())
 
 
-def post(url: str, path: str, body: dict[str, Any], timeout: float = 60.0,
+def post(url: str, headers: Headers, path: str, body: dict[str, Any], timeout: float = 60.0,
          attempts: int = 30) -> dict[str, Any]:
     """A setup write, retried with the same idempotency key (so applied once) while the
     quorum changes leader: 421 / 503 answers and connection errors."""
-    headers = {"Idempotency-Key": os.urandom(16).hex(), **auth_headers()}
+    sent = {"Idempotency-Key": os.urandom(16).hex(), **headers}
     problem = ""
     for _attempt in range(attempts):
         try:
             answer = httpx.post(f"{url}/controller/v1/{path}", json=body, timeout=timeout,
-                                headers=headers)
+                                headers=sent, trust_env=False)
             if answer.status_code == 200:
                 return dict(answer.json())
             problem = f"HTTP {answer.status_code} {answer.text[:300]}"
@@ -177,18 +174,21 @@ def post(url: str, path: str, body: dict[str, Any], timeout: float = 60.0,
 
 
 class Brokers:
-    """Three registered brokers, kept unfenced by a heartbeat thread (as real brokers would)."""
+    """Three registered brokers, kept unfenced by a heartbeat thread (as real brokers would).
+
+    The thread only heartbeats; ``close`` stops it. Uses the cluster's own admin headers."""
 
     def __init__(self, cluster: LocalCluster, count: int = 3, interval: float = 1.0) -> None:
         self.cluster = cluster
+        self.headers = dict(cluster.headers)
         self.interval = interval
         self.epochs: dict[int, int] = {}
         self._stop = threading.Event()
         leader = cluster.wait_ready(CLUSTER_TIMEOUT)
         url = cluster.nodes[leader].url
-        cluster_id = quorum(url)["cluster_id"]
+        cluster_id = quorum(url, self.headers)["cluster_id"]
         for broker in range(1, count + 1):
-            answer = post(url, "broker-registration", {
+            answer = post(url, self.headers, "broker-registration", {
                 "broker_id": broker, "cluster_id": cluster_id,
                 "incarnation_id": str(uuid.uuid4()),
                 "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 19092 + broker,
@@ -206,7 +206,7 @@ class Brokers:
                 if not node.running:
                     continue
                 with contextlib.suppress(httpx.HTTPError, RuntimeError):
-                    post(node.url, "broker-heartbeat", {
+                    post(node.url, self.headers, "broker-heartbeat", {
                         "broker_id": broker, "broker_epoch": epoch,
                         "current_metadata_offset": 2**62}, timeout=2.0, attempts=1)
                     break
@@ -222,13 +222,14 @@ class Brokers:
         self._thread.join(timeout=10)
 
 
-def create_pool(url: str, prefix: str, count: int, per_request: int = 1000) -> list[str]:
+def create_pool(url: str, headers: Headers, prefix: str, count: int,
+                per_request: int = 1000) -> list[str]:
     """``count`` topics of 1 partition, RF 3, created in requests of ``per_request`` topics (2
     records each; at most request.max.batch.items, 1,000 by default)."""
     names = [f"{prefix}-{i}" for i in range(count)]
     for start in range(0, count, per_request):
         chunk = names[start:start + per_request]
-        answer = post(url, "create-topics", {"topics": [
+        answer = post(url, headers, "create-topics", {"topics": [
             {"name": n, "num_partitions": 1, "replication_factor": 3} for n in chunk]})
         bad = [t for t in answer["topics"] if t["error_code"] != 0]
         if bad:
@@ -236,19 +237,19 @@ def create_pool(url: str, prefix: str, count: int, per_request: int = 1000) -> l
     return names
 
 
-def delete_prefixed(url: str, prefix: str) -> None:
+def delete_prefixed(url: str, headers: Headers, prefix: str) -> None:
     """Deletes every topic whose name starts with ``prefix`` (keeps the image small)."""
     answer = httpx.post(f"{url}/controller/v1/metadata", json={"topics": None,
                                                                "include_chunks": False},
-                        timeout=120, headers=auth_headers()).json()
-    delete_names(url, [t["name"] for t in answer.get("topics", [])
-                       if str(t.get("name")).startswith(prefix + "-")])
+                        timeout=120, headers=dict(headers), trust_env=False).json()
+    delete_names(url, headers, [t["name"] for t in answer.get("topics", [])
+                                if str(t.get("name")).startswith(prefix + "-")])
 
 
-def delete_names(url: str, names: list[str], per_request: int = 1000) -> None:
+def delete_names(url: str, headers: Headers, names: list[str], per_request: int = 1000) -> None:
     """Deletes ``names`` in requests of at most request.max.batch.items (1,000 by default)."""
     for start in range(0, len(names), per_request):
-        post(url, "delete-topics", {"topic_names": names[start:start + per_request]},
+        post(url, headers, "delete-topics", {"topic_names": names[start:start + per_request]},
              timeout=120)
 
 
@@ -275,17 +276,19 @@ def load_row(system: str, item: str, workload: Workload, clients: int, result: L
     })
 
 
-def measured(pids: list[int], offset_url: str | None) -> tuple[Callable[[float, float], None],
-                                                               dict[str, float]]:
-    """An ``on_window`` that samples server CPU (and the metadata offset) at the window edges."""
+def measured(pids: list[int], offset_url: str | None, headers: Headers | None = None
+             ) -> tuple[Callable[[float, float], None], dict[str, float]]:
+    """An ``on_window`` that samples server CPU (and the metadata offset of ``offset_url``,
+    asked with ``headers``) at the window edges."""
     seen: dict[str, float] = {}
+    sent = dict(headers or {})
 
     def on_window(start: float, end: float) -> None:
         time.sleep(max(start - time.time(), 0))
         seen["cpu0"] = cpu_seconds(pids)
         seen["busy0"] = machine_busy_seconds()
         if offset_url:
-            status = quorum(offset_url)
+            status = quorum(offset_url, sent)
             seen["offset0"], seen["epoch0"] = status["metadata_offset"], status["epoch"]
             seen["leader0"] = status["leader_id"]
         seen["t0"] = time.time()
@@ -293,7 +296,7 @@ def measured(pids: list[int], offset_url: str | None) -> tuple[Callable[[float, 
         seen["cpu1"] = cpu_seconds(pids)
         seen["busy1"] = machine_busy_seconds()
         if offset_url:
-            status = quorum(offset_url)
+            status = quorum(offset_url, sent)
             seen["offset1"], seen["epoch1"] = status["metadata_offset"], status["epoch"]
             seen["leader1"] = status["leader_id"]
         seen["t1"] = time.time()
@@ -304,7 +307,7 @@ def measured(pids: list[int], offset_url: str | None) -> tuple[Callable[[float, 
 def run_config(system: str, item: str, workload: Workload, clients: int, duration: float,
                pids: list[int], *, processes: int = 1, run: int = 0,
                offset_url: str | None = None, variant: str | None = None) -> dict[str, Any]:
-    on_window, seen = measured(pids, offset_url)
+    on_window, seen = measured(pids, offset_url, dict(workload.headers))
     result = run_load(workload, clients=clients, duration=duration, processes=processes,
                       on_window=on_window)
     span = seen["t1"] - seen["t0"]
@@ -360,25 +363,26 @@ def bench_partitions(args: argparse.Namespace, cluster: LocalCluster) -> None:
     """One client, to the current leader; a 421/503 answer (leader change) is retried with the
     same idempotency key and counted in the latency, as a client would see it."""
     ops = 10 if args.quick else args.partition_ops
+    headers = cluster.headers
     latencies: list[float] = []
     epochs = []
     for i in range(ops):
         url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
         name = f"expand-{i}"
-        created = post(url, "create-topics", {"topics": [
+        created = post(url, headers, "create-topics", {"topics": [
             {"name": name, "num_partitions": 1, "replication_factor": 3}]})
         if created["topics"][0]["error_code"] != 0:
             raise RuntimeError(f"create-topics: {created}")
-        status = quorum(url)
+        status = quorum(url, headers)
         before, epoch = status["metadata_offset"], status["epoch"]
         began = time.perf_counter()
-        answer = post(url, "create-partitions", {
+        answer = post(url, headers, "create-partitions", {
             "topics": [{"name": name, "count": 1001, "assignments": None}],
             "timeout_ms": 60_000, "validate_only": False})
         latencies.append((time.perf_counter() - began) * 1000)
         if answer["results"][0]["error_code"] != 0:
             raise RuntimeError(f"create-partitions: {answer}")
-        status = quorum(url)
+        status = quorum(url, headers)
         epochs.append(status["epoch"] - epoch)
         if i == 0:
             record({"item": "partitions", "first_op_records": status["metadata_offset"] - before})
@@ -397,27 +401,29 @@ def bench_partitions(args: argparse.Namespace, cluster: LocalCluster) -> None:
 def chunkraft_throughput(args: argparse.Namespace, cluster: LocalCluster, duration: float,
                          repeats: int) -> None:
     pids = controller_pids(cluster)
+    headers = cluster.headers
+    own = tuple(headers.items())  # chunkraft's client settings: its admin token
     for clients in (1, 32):
         rows = []
         for run in range(repeats):
             leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
             prefix = f"b{clients}r{run}"
-            pool = create_pool(leader_url, prefix, 3000 if clients == 1 else 8000)
+            pool = create_pool(leader_url, headers, prefix, 3000 if clients == 1 else 8000)
             workload = Workload("create-partitions", (leader_url,), prefix, batch=100,
-                                pool=tuple(pool))
+                                pool=tuple(pool), headers=own)
             rows.append(run_config("chunkraft", "batched", workload, clients, duration, pids,
                                    run=run, offset_url=leader_url))
-            delete_names(leader_url, pool)
+            delete_names(leader_url, headers, pool)
         medians(rows)
     for clients in (1, 32):
         rows = []
         for run in range(repeats):
             leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
             prefix = f"s{clients}r{run}"
-            workload = Workload("create-topic", (leader_url,), prefix)
+            workload = Workload("create-topic", (leader_url,), prefix, headers=own)
             rows.append(run_config("chunkraft", "single", workload, clients, duration, pids,
                                    run=run, offset_url=leader_url))
-            delete_prefixed(leader_url, prefix)
+            delete_prefixed(leader_url, headers, prefix)
         medians(rows)
     leader = cluster.wait_ready(CLUSTER_TIMEOUT)
     leader_url = cluster.nodes[leader].url
@@ -426,11 +432,11 @@ def chunkraft_throughput(args: argparse.Namespace, cluster: LocalCluster, durati
                   ("to a follower", (cluster.nodes[follower].url,), 1)]
     for label, urls, processes in extra_runs:
         prefix = f"x{processes}{len(label)}"
-        workload = Workload("create-topic", urls, prefix)
+        workload = Workload("create-topic", urls, prefix, headers=own)
         row = run_config("chunkraft", "single", workload, 32, duration, pids,
                          processes=processes, offset_url=leader_url, variant=label)
         medians([row], label)
-        delete_prefixed(leader_url, prefix)
+        delete_prefixed(leader_url, headers, prefix)
 
 
 def raw_throughput(args: argparse.Namespace, base: Path, duration: float,
@@ -455,7 +461,7 @@ def raw_throughput(args: argparse.Namespace, base: Path, duration: float,
         for mode, batch in (("sync", 1), ("async", 100)):
             answer = httpx.post(f"{url}/ceiling", json={
                 "mode": mode, "seconds": min(duration, 10), "batch": batch, "window": 100},
-                timeout=120).json()
+                timeout=120, trust_env=False).json()
             record({"item": "ceiling", "system": "pysyncobj", **answer})
 
 
@@ -483,14 +489,14 @@ def etcd_throughput(args: argparse.Namespace, base: Path, binary: str, duration:
 # ------------------------------------------------------------------ item 5
 
 
-async def _failover_once(kill: Callable[[], None], target: str, path: str,
+async def _failover_once(kill: Callable[[], None], target: str, headers: Headers, path: str,
                          body: Callable[[int], dict[str, Any]],
                          ok: Callable[[int, Any], bool]) -> dict[str, Any]:
     """Writes to ``target`` in a loop; kills; returns the time to the first success sent after
     the kill. Bounded: 30 s after the kill at most."""
     state: dict[str, Any] = {"kill": None, "first": None, "errors": 0, "ok_before": 0,
                              "error_kinds": set()}
-    async with new_client(target, timeout=1.0) as client:
+    async with new_client(target, timeout=1.0, headers=headers) as client:
 
         async def writer() -> None:
             for seq in range(1_000_000):
@@ -535,7 +541,7 @@ async def _failover_once(kill: Callable[[], None], target: str, path: str,
 
 def bench_failover(args: argparse.Namespace, base: Path, etcd_binary: str | None) -> None:
     runs = 2 if args.quick else 5
-    with authenticated(LocalCluster(base / "failover")) as cluster:
+    with LocalCluster(base / "failover") as cluster:
         brokers = Brokers(cluster)
         try:
             times = []
@@ -552,7 +558,7 @@ def bench_failover(args: argparse.Namespace, base: Path, etcd_binary: str | None
 
                 result = asyncio.run(_failover_once(
                     lambda leader=leader: cluster.kill(leader), cluster.nodes[follower].url,
-                    "/controller/v1/create-topics", body, ok))
+                    cluster.headers, "/controller/v1/create-topics", body, ok))
                 result["new_leader"] = cluster.leader_id()
                 record({"item": "failover", "system": "chunkraft", "run": run,
                         "killed": leader, "written_to": follower, **result})
@@ -579,7 +585,7 @@ def bench_failover(args: argparse.Namespace, base: Path, etcd_binary: str | None
                 return {"key": "Zm8=", "value": base64.b64encode(f"{run}-{seq}".encode()).decode()}
 
             result = asyncio.run(_failover_once(
-                lambda leader=leader: etcd.kill(leader), etcd.urls[survivor], "/v3/kv/put",
+                lambda leader=leader: etcd.kill(leader), etcd.urls[survivor], {}, "/v3/kv/put",
                 put, lambda status, answer: status == 200))
             record({"item": "failover", "system": "etcd", "run": run, **result})
             if result["failover_s"] is not None:
@@ -606,8 +612,8 @@ def dumps_in_logs(cluster: LocalCluster) -> dict[int, list[tuple[int, float]]]:
     return found
 
 
-async def _build(url: str, topics: int, per_topic: int, per_request: int, clients: int,
-                 deadline: float, retries: list[str]) -> int:
+async def _build(url: str, headers: Headers, topics: int, per_topic: int, per_request: int,
+                 clients: int, deadline: float, retries: list[str]) -> int:
     """Creates ``topics`` topics of ``per_topic`` partitions; returns how many were created."""
     names = [f"big-{i:06d}" for i in range(topics)]
     requests = [names[i:i + per_request] for i in range(0, topics, per_request)]
@@ -615,7 +621,7 @@ async def _build(url: str, topics: int, per_topic: int, per_request: int, client
 
     async def task(index: int) -> None:
         nonlocal created
-        async with new_client(url, timeout=120.0) as client:
+        async with new_client(url, timeout=120.0, headers=headers) as client:
             for chunk in requests[index::clients]:
                 if time.monotonic() > deadline:
                     return
@@ -664,7 +670,7 @@ def bench_restart(args: argparse.Namespace, base: Path) -> None:
     topics = max(args.partitions // per_topic, 1)
     never = {"raft.log.compaction.min.entries": "100000000",
              "raft.log.compaction.min.time.ms": "86400000"}
-    with authenticated(LocalCluster(base / "restart", extra_properties=dict(never))) as cluster:
+    with LocalCluster(base / "restart", extra_properties=dict(never)) as cluster:
         # The brokers heartbeat all along, as real brokers would through a controller restart:
         # without them the new leader fences each broker, one record per partition it holds.
         brokers = Brokers(cluster)
@@ -676,16 +682,17 @@ def bench_restart(args: argparse.Namespace, base: Path) -> None:
 
 def _restart_phases(args: argparse.Namespace, cluster: LocalCluster, topics: int,
                     per_topic: int, never: dict[str, str]) -> None:
+    headers = cluster.headers
     leader = cluster.wait_ready(CLUSTER_TIMEOUT)
     url = cluster.nodes[leader].url
-    epoch = quorum(url)["epoch"]
+    epoch = quorum(url, headers)["epoch"]
     began = time.monotonic()
     retries: list[str] = []
-    created = asyncio.run(_build(url, topics, per_topic, 9, 4,
+    created = asyncio.run(_build(url, headers, topics, per_topic, 9, 4,
                                  began + args.build_timeout, retries))
     build_s = time.monotonic() - began
     # Ask the leader of now (leadership moves during the build; a follower may lag).
-    status = quorum(cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url)
+    status = quorum(cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url, headers)
     offset, partitions = status["metadata_offset"], status["partitions"]
     record({"item": "restart", "phase": "build", "topics": created,
             "partitions": partitions, "offset": offset, "seconds": round(build_s, 1),
@@ -706,11 +713,11 @@ def _restart_phases(args: argparse.Namespace, cluster: LocalCluster, topics: int
     cluster.start()
     leader = cluster.wait_ready(900)
     journal_ready_s = time.monotonic() - began
-    epoch_before = quorum(cluster.nodes[leader].url)["epoch"]
+    epoch_before = quorum(cluster.nodes[leader].url, headers)["epoch"]
     dumps = _wait_dumps(cluster, before, offset, 900)
     time.sleep(2.0)
     after = cluster.wait_ready(900)
-    epoch_after = quorum(cluster.nodes[after].url)["epoch"]
+    epoch_after = quorum(cluster.nodes[after].url, headers)["epoch"]
     record({"item": "restart", "phase": "restart from the journal, then dump",
             "journal_restart_ready_s": round(journal_ready_s, 1),
             "dump_s": {n: d[1] for n, d in dumps.items()},
@@ -738,7 +745,7 @@ def _restart_phases(args: argparse.Namespace, cluster: LocalCluster, topics: int
         time.sleep(0.2)
     hash_s = time.monotonic() - began
     partitions = max(int((h or {}).get("partitions") or 0) for h in hashes.values())
-    epoch = quorum(cluster.nodes[cluster.wait_ready(900)].url)["epoch"]
+    epoch = quorum(cluster.nodes[cluster.wait_ready(900)].url, headers)["epoch"]
     record({"item": "restart", "phase": "kill -9 all, restart", "partitions": partitions,
             "ready_s": round(ready_s, 1), "ready_same_hash_s": round(hash_s, 1),
             "offsets": {n: (h or {}).get("metadata_offset") for n, h in hashes.items()},
@@ -978,7 +985,7 @@ def main() -> None:
 
 def chunkraft_load(args: argparse.Namespace, items: set[str], base: Path, duration: float,
                    repeats: int) -> None:
-    with authenticated(LocalCluster(base / "load")) as cluster:
+    with LocalCluster(base / "load") as cluster:
         brokers = Brokers(cluster)
         try:
             cluster.wait_ready(CLUSTER_TIMEOUT)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import struct
 import sys
@@ -288,7 +287,8 @@ def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
     outcome: list[tuple[float, int, str]] = []
     workload = Workload(kind="v3-create-topic", urls=tuple(cluster.urls),
                         prefix=f"good-{name}", replication_factor=3,
-                        cluster_id=str(cluster.cluster_id), timeout=30.0)
+                        cluster_id=str(cluster.cluster_id), timeout=30.0,
+                        headers=tuple(cluster.headers.items()))  # the admin's token only
     result = run_load(workload, clients=CLIENTS, duration=duration,
                       on_window=lambda s, e: outcome.append(attack(s, e)))
     time.sleep(1.0)
@@ -353,8 +353,6 @@ def main() -> int:
             cluster.start_brokers()
             cluster.wait_brokers_ready(timeout=90)
             hostile_token = cluster.add_token("User:mallory", "bench_hostile: no ACLs")
-            # The load clients inherit the admin's token (and nothing else of ours).
-            os.environ["CHUNKRAFT_TOKEN"] = cluster.admin_token
             if {"unauthorized-8mb", "admin-8mb"} & set(attacks):
                 args.hostile_body = _hostile_body()
                 args.body_mb = len(args.hostile_body) / 1e6
