@@ -46,11 +46,15 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
 
 
+def command_line() -> str:
+    """The command this bench script was run with, as RESULTS.md shows it."""
+    return "python " + " ".join([f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+
+
 def append_section(title: str, lines: list[str]) -> None:
     """Appends a dated section (command, machine, then ``lines``) to RESULTS.md."""
     today = datetime.date.today().isoformat()
-    command = "python " + " ".join([f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]])
-    text = [f"\n## {title} ({today})\n", f"Command: `{command}`  ", f"Machine: {machine()}\n",
-            *lines, ""]
+    text = [f"\n## {title} ({today})\n", f"Command: `{command_line()}`  ",
+            f"Machine: {machine()}\n", *lines, ""]
     with RESULTS.open("a") as out:
         out.write("\n".join(text))

@@ -48,22 +48,21 @@ from typing import Any
 
 import httpx
 
-from _http_load import LoadResult, Workload, percentile, run_load
-from _report import append_section, emit
-from bench_controller import (
+from _controller.cluster import (
     CLUSTER_TIMEOUT,
     Brokers,
     Headers,
-    code_version,
     controller_pids,
     create_pool,
     delete_names,
     delete_prefixed,
-    measured,
-    other_load,
     post,
     quorum,
 )
+from _controller.load import measured
+from _controller.machine import code_version, other_load
+from _http_load import LoadResult, Workload, percentile, run_load
+from _report import append_section, emit
 from chunkraft.deploy.local_cluster import LocalCluster
 
 ITEMS = ("middleware", "overhead", "create-topics", "create-partitions", "describe", "metadata")

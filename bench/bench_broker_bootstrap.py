@@ -30,8 +30,8 @@ from typing import Any
 
 import httpx
 
+from _controller.cluster import CLUSTER_TIMEOUT, Brokers, build_topics, quorum
 from _report import emit
-from bench_controller import CLUSTER_TIMEOUT, Brokers, _build, quorum
 from chunkraft.deploy.local_cluster import LocalCluster
 
 
@@ -124,8 +124,8 @@ def main() -> int:
         topics = max(args.partitions // args.per_topic, 1)
         began = time.monotonic()
         retries: list[str] = []
-        created = asyncio.run(_build(cluster.nodes[leader].url, cluster.headers, topics,
-                                     args.per_topic, 9, 4, began + 900, retries))
+        created = asyncio.run(build_topics(cluster.nodes[leader].url, cluster.headers, topics,
+                                           args.per_topic, 9, 4, began + 900, retries))
         build_s = time.monotonic() - began
         status = quorum(cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url,
                         cluster.headers)
