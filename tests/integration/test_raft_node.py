@@ -126,13 +126,19 @@ def test_three_nodes_replicate_and_restart_from_disk(cluster: ClusterFactory) ->
     expected_image = leader.state_machine.image
     assert len(expected_image.topics) == BATCHES
 
-    # A follower forwards to the leader and hears back when it has applied the entry itself.
+    # A follower never forwards a proposal to the leader (pysyncobj would: a forwarded barrier
+    # once landed inside the leader's chain of batches, issue 16): it fails NOT_LEADER and
+    # nothing is appended anywhere. Proposals go to the leader, as the HTTP layer sends them.
     follower = next(n for n in nodes.nodes.values() if n is not leader)
-    outcome = nodes.propose(batch([topic_record(BATCHES)], key_=key(BATCHES),
-                                  expected=BATCHES), via=follower)
+    refused = batch([topic_record(BATCHES)], key_=key(BATCHES), expected=BATCHES)
+    with pytest.raises(ProposalError, match="NOT_LEADER"):
+        follower.propose([refused]).result(TIMEOUT)
+    time.sleep(0.5)
+    assert {n.state_machine.image.offset for n in nodes.nodes.values()} == {BATCHES - 1}
+    outcome = nodes.propose(refused)
     assert (outcome.status, outcome.base_offset) == (BatchStatus.COMMITTED, BATCHES)
-    assert follower.state_machine.image.offset == BATCHES
     nodes.wait_for_offset(BATCHES)
+    assert follower.state_machine.image.offset == BATCHES
 
     status = leader.status()
     assert status.state == "leader"

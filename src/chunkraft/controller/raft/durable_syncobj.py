@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import logging
 import pickle
+import queue
 import time
 from typing import Any
 
 from pysyncobj import SyncObj
+from pysyncobj.syncobj import FAIL_REASON
 
 from chunkraft.controller.raft.term_range import out_of_range_term
 
@@ -41,10 +43,14 @@ __all__ = ["DurableSyncObj"]
 logger = logging.getLogger(__name__)
 
 _REFUSAL_LOG_INTERVAL = 1.0  # seconds: a peer repeating a bad term must not flood the log
+_MAX_FAILED_PER_TICK = 100_000  # bounded: the queue is pysyncobj's commandsQueueSize at most
 
 
 class DurableSyncObj(SyncObj):  # type: ignore[misc]
     """A SyncObj whose journal writes are durable before they are acknowledged or committed.
+
+    Only the leader appends proposals: a command queued on a node that is not the leader fails
+    NOT_LEADER and one another node forwards is dropped (pysyncobj would forward them).
 
     Its journal must offer ``sync()`` and ``unsynced`` (``DurableJournal``, possibly inside
     ``ConflictOnlyJournal``); with pysyncobj's in-memory journal it behaves like a SyncObj.
@@ -58,6 +64,8 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         self.messages_refused = 0
         """Raft messages dropped for a term outside 0..MAX_EPOCH (for tests and status)."""
         self._refusal_logged_at = float("-inf")
+        self.commands_refused = 0
+        """Commands failed NOT_LEADER or forwarded ones dropped (see _checkCommandsToApply)."""
         super().__init__(*args, **kwargs)
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
@@ -95,9 +103,41 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         SyncObj._SyncObj__sendNextNodeIdx(self, node, reset=reset, nextNodeIdx=nextNodeIdx,
                                           success=success)
 
+    def _checkCommandsToApply(self) -> None:
+        # pysyncobj hands the commands queued on a node that is not the leader to the leader
+        # ('apply_command'), which appends them in its own term. chunkraft proposes only what
+        # its leader validated on the leader's image, chained by expected offsets; a command
+        # queued on a node that lost leadership (a paused old leader, say) carries its stale
+        # view, and a forwarded barrier (which takes an offset anywhere) landed in the middle
+        # of the new leader's chain, where it filled exactly the gap a refused batch left, so
+        # the next batch applied on a state it was not validated against (nemesis campaign,
+        # issue 16). So a node that is not the leader fails what it has queued, NOT_LEADER.
+        if not self._isLeader():
+            self.commands_refused += self._fail_queued_commands()
+            return
+        super()._checkCommandsToApply()
+
+    def _fail_queued_commands(self) -> int:
+        commands = self._SyncObj__commandsQueue
+        failed = 0
+        for _ in range(_MAX_FAILED_PER_TICK):
+            try:
+                _command, callback = commands.get_nowait()
+            except queue.Empty:
+                break
+            failed += 1
+            if callable(callback):  # a tuple is another node's forwarded command: dropped
+                callback(None, FAIL_REASON.NOT_LEADER)
+        return failed
+
     # pysyncobj's private method (SyncObj.__onMessageReceived); its transport callback is bound
     # by the mangled name in SyncObj.__init__, so this override sees every message first.
     def _SyncObj__onMessageReceived(self, node: Any, message: Any) -> None:
+        if message.get("type") == "apply_command":
+            # Another node forwarding its queued command (see _checkCommandsToApply): never
+            # appended here, whatever version sent it; the sender's proposal times out.
+            self.commands_refused += 1
+            return
         why = out_of_range_term(message, self._completed_entries(message))
         if why is not None:
             self.messages_refused += 1
