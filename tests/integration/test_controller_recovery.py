@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chunkraft.controller.raft.checked_journal import journal_records as journal_records_of
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
@@ -31,8 +32,6 @@ from tests.support.cluster_client import (
 CLUSTER_PROPERTIES = {"raft.log.compaction.min.entries": "50"}
 """Compaction every 50 Raft entries (read by the ``module_cluster`` fixture)."""
 ENTRY_MAGIC = b"CRE1"
-_JOURNAL_END_AT = 36  # pysyncobj 0.3.x: name[24] | version[8] | u32 format | u32 records end
-_JOURNAL_FIRST_RECORD = 40
 
 
 def client_of(cluster: LocalCluster) -> ClusterClient:
@@ -125,20 +124,15 @@ def test_stopped_follower_behind_compaction_catches_up_from_the_dump(
 
 
 def journal_records(data: bytes) -> list[tuple[int, int, bytes]]:
-    """(position of the command, Raft index, command) of every record of a pysyncobj journal."""
-    (end,) = struct.unpack_from("<I", data, _JOURNAL_END_AT)
-    position, records = _JOURNAL_FIRST_RECORD, []
-    while position < end:
-        (size,) = struct.unpack_from("<I", data, position)
-        index, _term = struct.unpack_from("<QQ", data, position + 4)
-        records.append((position + 20, index, data[position + 20 : position + 4 + size]))
-        position += 4 + size + 4
-    return records
+    """(position of the command, Raft index, command) of every record of a Raft journal."""
+    # Both formats: u32 size | u64 index | u64 term | command | u32 trailer (checked_journal.py).
+    return [(r.position + 20, r.index, r.command) for r in journal_records_of(data, "journal")]
 
 
-def flip_inside_an_entry(journal: Path) -> tuple[int, int]:
+def flip_inside_an_entry(journal: Path) -> tuple[int, int, int]:
     """Flips one bit of a record's bytes inside the last chunkraft entry of ``journal`` (an
-    ASCII byte, so the pickle around it still reads); returns (file position, Raft index)."""
+    ASCII byte, so the pickle around it still reads); returns (file position, Raft index, the
+    byte of the record that holds it)."""
     data = bytearray(journal.read_bytes())
     for command_at, index, command in reversed(journal_records(bytes(data))):
         if ENTRY_MAGIC not in command or command[:1] != b"\x00":
@@ -155,7 +149,7 @@ def flip_inside_an_entry(journal: Path) -> tuple[int, int]:
                 assert data[where] == payload[k]
                 data[where] ^= 0x01
                 journal.write_bytes(bytes(data))
-                return where, index
+                return where, index, command_at - 20
     raise AssertionError(f"no chunkraft entry with a record byte to flip in {journal}")
 
 
@@ -197,7 +191,7 @@ def test_flipped_journal_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
         cluster.stop(victim)
         journal = raft_dir(cluster, victim) / "journal"
         assert check_journal(journal).chunkraft_entries > 0
-        position, index = flip_inside_an_entry(journal)
+        position, index, record_at = flip_inside_an_entry(journal)
         with pytest.raises(JournalCorruptError, match="CRC"):
             check_journal(journal)
 
@@ -206,9 +200,10 @@ def test_flipped_journal_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
         status = wait_refused_start(cluster, victim, good.image_hash)
         log = log_since(cluster, victim, log_start)
         assert status != 0, log
-        assert str(journal) in log and f"Raft index {index}" in log and "CRC" in log, (
-            f"the log does not name the journal, index {index} and the CRC failure "
-            f"(flipped byte {position}):\n{log[-3000:]}")
+        assert (str(journal) in log and f"Raft index {index}" in log and "CRC" in log
+                and f"at byte {record_at}" in log), (
+            f"the log does not name the journal, index {index}, the record's byte {record_at} "
+            f"and the CRC failure (flipped byte {position}):\n{log[-3000:]}")
 
         create_topics_one_by_one(client, "journal-meanwhile", 5)  # the quorum still works on two
         latest = wait_converged(cluster, [n for n in cluster.nodes if n != victim])
@@ -282,14 +277,15 @@ def test_flipped_term_vote_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
 
 def flip_last_record_term(journal: Path) -> tuple[int, int, int]:
     """Issue 24's damage: XOR 0xFF into the second-highest byte of the last record's u64 term
-    (term 11 became 71776119061217291 there). Returns (byte flipped, Raft index, new term)."""
+    (term 11 became 71776119061217291 there). Returns (the record's byte, Raft index, new
+    term)."""
     data = bytearray(journal.read_bytes())
     command_at, index, _command = journal_records(bytes(data))[-1]
     term_at = command_at - 8  # u32 size | u64 index | u64 term | command
     data[term_at + 6] ^= 0xFF
     journal.write_bytes(bytes(data))
     (term,) = struct.unpack_from("<Q", data, term_at)
-    return term_at, index, term
+    return command_at - 20, index, term
 
 
 def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keeps_writing(
@@ -297,8 +293,9 @@ def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keep
     """Issue 24's sequence with real processes: write load, stop a follower, flip a byte of the
     term of its last journal record, start it. Before the fix it started ("journal checked"),
     won the next election with its huge term, truncated an applied entry on a healthy node and
-    left the quorum at a term no epoch could hold (HTTP 500 on every write). Now it refuses to
-    start naming the file, the term's byte and the index, and the others keep leading."""
+    left the quorum at a term no epoch could hold (HTTP 500 on every write). Now the record's
+    CRC32C fails: it refuses to start naming the file, the record's byte, the index and the term
+    it reads, and the others keep leading."""
     cluster = quorum
     with client_of(cluster) as client:
         create_topics_one_by_one(client, "term-flip", 30)
@@ -309,9 +306,9 @@ def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keep
         stored = read_term_vote(term_vote_path(journal))
         assert stored is not None
         check_journal(journal, current_term=stored.term)  # whole before the flip
-        term_at, index, term = flip_last_record_term(journal)
+        record_at, index, term = flip_last_record_term(journal)
         assert term > 2**31 - 1, term
-        with pytest.raises(JournalCorruptError, match=f"Raft index {index} "):
+        with pytest.raises(JournalCorruptError, match=f"Raft index {index}: .*CRC32C"):
             check_journal(journal, current_term=stored.term)
 
         starts = {n: log_size(cluster, n) for n in cluster.nodes}
@@ -322,8 +319,8 @@ def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keep
         log = log_since(cluster, victim, starts[victim])
         assert status != 0, log
         assert (str(journal) in log and f"Raft index {index}" in log
-                and f"at byte {term_at}" in log and str(term) in log), (
-            f"the log does not name the journal, index {index}, byte {term_at} and term "
+                and f"at byte {record_at}" in log and str(term) in log), (
+            f"the log does not name the journal, index {index}, byte {record_at} and term "
             f"{term}:\n{log[-3000:]}")
         assert "journal checked" not in log
 

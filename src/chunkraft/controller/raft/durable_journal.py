@@ -1,7 +1,8 @@
-"""DurableJournal: pysyncobj's file journal with a durable term/vote and a sync on demand.
+"""DurableJournal: the Raft journal file with a durable term/vote and a sync on demand.
 
-pysyncobj 0.3.17 writes its journal through an mmap and never fsyncs it (upstream issue 84),
-and stores term and vote without an fsync and without a checksum (``term_vote.py``). Raft needs
+pysyncobj 0.3.17 never fsyncs its journal (upstream issue 84), and stores term and vote without
+an fsync and without a checksum (``term_vote.py``); chunkraft's own journal file
+(``checked_journal.py``) syncs only when asked. Raft needs
 the term and vote on stable storage before a message that depends on them is sent, and a log
 entry on stable storage before a node acknowledges it (or, on the leader, counts itself toward
 its commit).
@@ -13,8 +14,8 @@ This wrapper does two things:
   RequestVote, the vote or the answer that depends on them. pysyncobj's own ``journal.meta``
   is still written, so an older chunkraft could read it, but it is never trusted on start.
 - every write of the log (add, truncation, clear) marks the journal *unsynced*; :meth:`sync`
-  fdatasyncs the journal file if it is. ``durable_syncobj.py`` decides when: once per tick,
-  before held acknowledgements leave and before the leader counts its own entries.
+  has the journal file fdatasync itself if it is. ``durable_syncobj.py`` decides when: once
+  per tick, before held acknowledgements leave and before the leader counts its own entries.
 
 Used only from pysyncobj's tick thread, like the journal it wraps (:attr:`syncs` may be read
 from any thread).
@@ -40,7 +41,8 @@ logger = logging.getLogger(__name__)
 
 
 class DurableJournal:
-    """Wraps a pysyncobj ``FileJournal`` opened on ``journal_path``; see the module doc.
+    """Wraps a :class:`~.checked_journal.CheckedFileJournal` opened on ``journal_path``; see
+    the module doc.
 
     ``fdatasync`` is the call that makes the journal file durable (replaceable in tests).
     Raises :class:`~chunkraft.errors.JournalCorruptError` if the stored term/vote is damaged.
@@ -49,13 +51,12 @@ class DurableJournal:
     def __init__(self, inner: Any, journal_path: str,
                  fdatasync: Callable[[int], None] = os.fdatasync) -> None:
         self._inner = inner
-        self._journal_path = journal_path
         self._term_path = term_vote_path(journal_path)
         self._fdatasync = fdatasync
         try:
             self._term_vote, from_meta = load_term_vote(journal_path)
         except BaseException:
-            inner._destroy()  # the node will not start: release pysyncobj's mmap and file
+            inner._destroy()  # the node will not start: release the journal file
             raise
         if from_meta:
             # From now on the CRC'd file is the only truth; write it before anything else.
@@ -63,7 +64,6 @@ class DurableJournal:
                         self._term_vote.term, self._term_vote.voted_for, self._term_path)
             store_term_vote(self._term_path, self._term_vote)
         self._unsynced = False
-        self._fd: int | None = None
         self.syncs = 0
         """fdatasync calls made so far (for tests and status)."""
 
@@ -108,23 +108,22 @@ class DurableJournal:
         return len(self._inner)
 
     @property
+    def file(self) -> Any:
+        """The journal file this wraps (its ``sync`` may be called from any thread)."""
+        return self._inner
+
+    @property
     def unsynced(self) -> bool:
         """True if the log was written since the last :meth:`sync`."""
         return self._unsynced
 
     def sync(self) -> None:
-        """fdatasync the journal file if the log was written since the last call.
-
-        Syncing a descriptor of the file writes back the pages pysyncobj dirtied through its
-        mmap (one page cache), and any size change from a resize.
-        """
+        """fdatasync the journal file if the log was written since the last call."""
         if not self._unsynced:
             return
-        if self._fd is None:
-            self._fd = os.open(self._journal_path, os.O_RDONLY)
         self._unsynced = False  # before the call: a write racing it would be marked again
         try:
-            self._fdatasync(self._fd)
+            self._inner.sync(self._fdatasync)
         except BaseException:
             self._unsynced = True
             raise
@@ -132,10 +131,7 @@ class DurableJournal:
 
     def _destroy(self) -> None:
         self._inner._destroy()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     def __getattr__(self, name: str) -> Any:
-        # setRaftCommitIndex, getRaftCommitIndex, flush, onOneSecondTimer: pysyncobj's own.
+        # setRaftCommitIndex, getRaftCommitIndex, flush, onOneSecondTimer: the file's own.
         return getattr(self._inner, name)

@@ -1,21 +1,25 @@
-"""Checks pysyncobj's journal and dump before a node starts on them.
+"""Checks the Raft journal and dump before a node starts on them.
 
-pysyncobj's journal has no checksum of its own: a torn or flipped journal would be replayed (or
-loop for ever on an unpicklable command), and a dump it cannot load is logged and skipped. So a
-node reads both first: every journal record must be whole, with consecutive indexes and terms
-that never decrease; every command must be pysyncobj's one-byte no-op or a regular command that
+Every journal record carries a CRC32C over its size, index, term and command
+(``checked_journal.py``, format 2); a record that fails it is refused before anything else is
+read from it. The CRC says the record is as written, not that what was written makes sense, so
+the node also checks the log as a whole: every record whole, with consecutive indexes and terms
+that never decrease; every command pysyncobj's one-byte no-op or a regular command that
 unpickles to a call of our one entry point with plain data only (no class is ever loaded), and
-every chunkraft entry must pass its CRCs; the dump must be whole with its header and batch CRCs
-good. chunkraft never writes membership or code-version commands (dynamic membership is off), so
-those are refused too: a flipped type byte must not hide an entry that pysyncobj would then skip.
+every chunkraft entry passing its own CRCs; the dump whole with its header and batch CRCs good.
+chunkraft never writes membership or code-version commands (dynamic membership is off), so
+those are refused too: a command pysyncobj would skip must not hide an entry. A journal still in
+pysyncobj's format 1 (no record CRC) gets every check but the CRC, then is converted.
 
-Terms get two more checks (issue 24). pysyncobj starts with ``currentTerm = max(stored term,
-last entry's term)``, so one flipped byte in the last record's term made a follower's log look
-the most up to date: it won the next election, overwrote an applied entry elsewhere, and pushed
-the quorum to a term no epoch field can hold. A node only ever appends entries of a term it has
-first stored as its current term (``DurableJournal.setCurrentTerm`` is durable before the entry
-arrives), so an entry whose term exceeds the stored current term (``journal.term``) is damage,
-as is any term above :data:`~.entry.MAX_EPOCH`.
+Terms get two more checks (issue 24), which hold whatever the CRC says (a format-1 journal has
+none, and a bug could write a bad term under a good CRC). pysyncobj starts with
+``currentTerm = max(stored term, last entry's term)``, so one flipped byte in the last record's
+term made a follower's log look the most up to date: it won the next election, overwrote an
+applied entry elsewhere, and pushed the quorum to a term no epoch field can hold. A node only
+ever appends entries of a term it has first stored as its current term
+(``DurableJournal.setCurrentTerm`` is durable before the entry arrives), so an entry whose term
+exceeds the stored current term (``journal.term``) is damage, as is any term above
+:data:`~.entry.MAX_EPOCH`.
 
 Anything else stops the start with a report naming the file, the byte and the Raft index.
 """
@@ -26,11 +30,11 @@ import codecs
 import io
 import os
 import pickle
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chunkraft.controller.raft.checked_journal import journal_records
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.entry import MAX_EPOCH, decode_entry
 from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError, SnapshotError
@@ -38,11 +42,8 @@ from chunkraft.records.files import read_embedded_snapshot_batches
 
 __all__ = ["JournalCheck", "check_dump", "check_journal"]
 
-# The journal layout of pysyncobj 0.3.x (journal.py): a 40-byte header ending with the offset
-# after the last record, then records of u32 size | u64 index | u64 term | command | u32 size.
-_NAME_SIZE, _VERSION_SIZE = 24, 8
-_LAST_RECORD_AT = _NAME_SIZE + _VERSION_SIZE + 4
-_FIRST_RECORD_AT = _LAST_RECORD_AT + 4
+# Both journal formats start a record with u32 size | u64 index | u64 term (checked_journal.py).
+_TERM_AT = 12
 _REGULAR_COMMAND = 0
 _NO_OP_COMMAND = b"\x01"
 # pysyncobj numbers replicated methods by their sorted names; chunkraft has exactly one.
@@ -91,52 +92,32 @@ def _payload_of(command: bytes) -> bytes | None:
 
 def check_journal(path: str | os.PathLike[str], current_term: int | None = None
                   ) -> JournalCheck:
-    """Reads the whole journal at ``path``; raises :class:`JournalCorruptError` at the first
-    record that is torn, out of order, fails a chunkraft CRC, has a term above
+    """Reads the whole journal at ``path`` (format 2, or pysyncobj's format 1 before its
+    conversion); raises :class:`JournalCorruptError` at the first record that is torn, fails
+    its record CRC (format 2), is out of order, fails a chunkraft CRC, has a term above
     :data:`~.entry.MAX_EPOCH` or (when given) above ``current_term``, the node's stored term."""
     label = str(path)
     highest = MAX_EPOCH if current_term is None else min(current_term, MAX_EPOCH)
-    data = Path(path).read_bytes()
-    if len(data) < _FIRST_RECORD_AT:
-        raise JournalCorruptError("the journal is shorter than its header", label, 0)
-    (end,) = struct.unpack_from("<I", data, _LAST_RECORD_AT)
-    if not _FIRST_RECORD_AT <= end <= len(data):
-        raise JournalCorruptError(
-            f"the journal's header says its records end at byte {end}, the file has "
-            f"{len(data)} bytes", label, _LAST_RECORD_AT)
-    position = _FIRST_RECORD_AT
     entries = ours = 0
     first = last = -1
     last_term = 0
-    while position < end:
-        if position + 4 > end:
-            raise JournalCorruptError("a record's size is cut short", label, position)
-        (size,) = struct.unpack_from("<I", data, position)
-        record_end = position + 4 + size + 4
-        if size < 16 or record_end > end:
-            raise JournalCorruptError(f"a record of {size} bytes runs past the journal's end",
-                                      label, position)
-        (trailer,) = struct.unpack_from("<I", data, position + 4 + size)
-        if trailer != size:
-            raise JournalCorruptError("a record's trailing size differs from its leading one",
-                                      label, position)
-        index, term = struct.unpack_from("<QQ", data, position + 4)
+    for record in journal_records(Path(path).read_bytes(), label):
+        position, index, term = record.position, record.index, record.term
         if last != -1 and index != last + 1:
             raise JournalCorruptError(f"Raft index {index} follows index {last}", label, position)
         if term > highest:
-            # Byte of the term field itself, so the report points at what flipped.
+            # Byte of the term field itself, so the report points at what changed.
             raise JournalCorruptError(
                 f"Raft index {index} (the record at byte {position}) has term {term}, above "
                 + (f"the largest term an epoch can hold ({MAX_EPOCH})" if term > MAX_EPOCH
                    else f"this node's stored current term {current_term} (journal.term)")
                 + ": a damaged term would make this node's log look newer than it is",
-                label, position + 12)
+                label, position + _TERM_AT)
         if term < last_term:
             raise JournalCorruptError(f"Raft index {index} has term {term}, below the term "
                                       f"{last_term} of the entry before it", label, position)
-        command = data[position + 20 : position + 4 + size]
         try:
-            payload = _payload_of(command)
+            payload = _payload_of(record.command)
             if payload is not None:
                 decode_entry(payload)
                 ours += 1
@@ -149,7 +130,6 @@ def check_journal(path: str | os.PathLike[str], current_term: int | None = None
         last = index
         last_term = term
         entries += 1
-        position = record_end
     return JournalCheck(entries, ours, first, last)
 
 

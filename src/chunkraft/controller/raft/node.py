@@ -35,6 +35,7 @@ from pysyncobj import (
     replicated,
 )
 
+from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
 from chunkraft.controller.raft.dump import read_dump, write_dump
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
@@ -70,12 +71,13 @@ _STATES = {0: "follower", 1: "candidate", 2: "leader"}
 def _conflict_only_journal(path: str | None) -> Any:
     if path is None:
         return ConflictOnlyJournal(_create_journal(path))
-    return ConflictOnlyJournal(DurableJournal(_create_journal(path), path))
+    return ConflictOnlyJournal(DurableJournal(CheckedFileJournal(path), path))
 
 
 # Every SyncObj of this process gets a journal that truncates only on a conflict, as Raft does
 # (see safe_journal.py for what pysyncobj does instead and why it can lose acknowledged entries),
-# and, on disk, stores term and vote durably with a CRC and syncs on demand (durable_journal.py).
+# and, on disk, chunkraft's journal file with a CRC over every record (checked_journal.py) that
+# stores term and vote durably with a CRC and syncs on demand (durable_journal.py).
 _create_journal = _pysyncobj_syncobj.createJournal
 _pysyncobj_syncobj.createJournal = _conflict_only_journal
 
@@ -169,7 +171,7 @@ class RaftNode:
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
-        self._journal_fd: int | None = None
+        self._journal_file: CheckedFileJournal | None = None
         self._to_flush: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
         self._flush_wanted = False
         self._flush_lock = threading.Condition()
@@ -220,6 +222,7 @@ class RaftNode:
             syncobj = self._syncobj
             journal.last_applied = lambda: int(syncobj.raftLastApplied)
             journal.on_applied_truncation = self._fail_stop
+            self._journal_file = journal.file  # DurableJournal's, through the wrapper
         self._syncobj.addOnTickCallback(self._after_tick)
         self._flush_thread = threading.Thread(target=self._flusher, name="chunkraft-flush",
                                               daemon=True)
@@ -242,6 +245,8 @@ class RaftNode:
             logger.info("journal checked: %d entries, %d chunkraft entries, indexes %d..%d",
                         result.entries, result.chunkraft_entries, result.first_index,
                         result.last_index)
+            # A journal of pysyncobj's format (no record CRC), checked just now: converted once.
+            convert_format_1(journal)
 
     def _fail_stop(self, first_index: int, why: str) -> NoReturn:
         """Ends the process: a leader would replace an entry this node applied (a broken Raft
@@ -463,15 +468,10 @@ class RaftNode:
                     future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
 
     def _flush_journal(self) -> None:
-        """fdatasync the journal file: its writes go through pysyncobj's mmap, and syncing the
-        file's descriptor writes back exactly its dirty pages (any thread may do this, unlike
-        touching pysyncobj's mapping, which it resizes and replaces)."""
-        if self._journal_fd is None:
-            path = self.settings.journal_path
-            if not path.exists():
-                return
-            self._journal_fd = os.open(path, os.O_RDONLY)
-        os.fdatasync(self._journal_fd)
+        """fdatasync the journal file (its ``sync`` is the one method any thread may call: it
+        follows the file across the rename of a compaction)."""
+        if self._journal_file is not None:
+            self._journal_file.sync()
 
     # ------------------------------------------------------------------ any thread
 
@@ -577,9 +577,6 @@ class RaftNode:
         with self._flush_lock:
             self._flush_lock.notify()
         self._flush_thread.join(timeout=10)
-        if self._journal_fd is not None:
-            os.close(self._journal_fd)
-            self._journal_fd = None
 
 
 def _call_safely(listener: Callable[..., None], *args: Any) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pysyncobj.journal import FileJournal
+from pysyncobj.journal import FileJournal, MetaStorer
 
+from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.safe_journal import ConflictOnlyJournal
 from chunkraft.controller.raft.term_vote import TermVote, read_term_vote, term_vote_path
@@ -26,7 +27,7 @@ class _Syncs:
 
 
 def _open(path: Path, syncs: _Syncs | None = None) -> DurableJournal:
-    return DurableJournal(FileJournal(str(path)), str(path), syncs or _Syncs())
+    return DurableJournal(CheckedFileJournal(path), str(path), syncs or _Syncs())
 
 
 def test_the_term_and_vote_are_on_disk_when_set_current_term_returns(tmp_path: Path) -> None:
@@ -50,7 +51,8 @@ def test_a_flipped_meta_byte_no_longer_forgets_the_vote(tmp_path: Path) -> None:
     data = bytearray(meta.read_bytes())
     data[len(data) // 2] ^= 0xFF
     meta.write_bytes(bytes(data))
-    assert FileJournal(str(path)).getCurrentTerm() == 0  # what pysyncobj alone would use
+    # What pysyncobj alone would use: its MetaStorer reads any damage as "no term".
+    assert MetaStorer(f"{path}.meta").getMeta().get("currentTerm", 0) == 0
     reopened = _open(path)
     assert (reopened.getCurrentTerm(), reopened.getVotedForNodeId()) == (8, "127.0.0.1:9003")
     reopened._destroy()
@@ -73,8 +75,11 @@ def test_an_older_nodes_meta_is_moved_to_the_term_file_at_open(tmp_path: Path) -
     path = tmp_path / "journal"
     plain = FileJournal(str(path))
     plain.setCurrentTerm(6, "127.0.0.1:9001")
+    plain.add(b"x", 1, 6)
     plain._destroy()
+    assert convert_format_1(path) == 1  # what a node does at start, after checking the journal
     journal = _open(path)
+    assert journal[0] == (b"x", 1, 6)
     assert read_term_vote(term_vote_path(path)) == TermVote(6, "127.0.0.1:9001")
     assert journal.getCurrentTerm() == 6
     journal._destroy()
@@ -104,8 +109,8 @@ def test_a_failed_sync_leaves_the_journal_unsynced(tmp_path: Path) -> None:
     def failing(fd: int) -> None:
         raise OSError(5, "EIO")
 
-    journal = DurableJournal(FileJournal(str(tmp_path / "journal")), str(tmp_path / "journal"),
-                             failing)
+    journal = DurableJournal(CheckedFileJournal(tmp_path / "journal"),
+                             str(tmp_path / "journal"), failing)
     journal.add(b"x", 1, 1)
     with pytest.raises(OSError):
         journal.sync()
