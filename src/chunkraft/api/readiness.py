@@ -5,6 +5,7 @@ two never disagree. The checks, in order: the metadata log is applying; the Raft
 ticked within the longest election timeout (a thread stalled that long loses its followers or
 its leader while its other state still reads "leader, quorum"); the Raft term fits the int32
 epoch (a node at a larger term can neither lead nor follow a leader that could write, issue 24);
+the node is not stuck at the last epoch (at term 2^31-1 with no leader, it refuses to campaign);
 a leader is known; this node is
 in touch with a majority; it has applied all but :data:`READY_MAX_LAG_ENTRIES` of the entries it
 knows are committed.
@@ -52,6 +53,9 @@ def assess_readiness(status: QuorumStatus) -> Readiness:
     elif status.epoch > MAX_EPOCH:
         reason = (f"the Raft term {status.epoch} is above {MAX_EPOCH}, the largest epoch a "
                   "batch can hold: no leader at this term can commit")
+    elif status.campaign_refused:
+        reason = (f"the Raft term is {status.epoch}, the largest epoch ({MAX_EPOCH}): no leader "
+                  "is heard from and this node will not start an election past it")
     elif status.leader_id is None:
         reason = "no leader is known"
     elif not status.has_quorum:

@@ -120,3 +120,19 @@ def test_a_term_no_epoch_can_hold_is_not_ready() -> None:
     beyond = assess_readiness(dataclasses.replace(leader_status(ticks), epoch=MAX_EPOCH + 1))
     assert not beyond.ready
     assert beyond.reason is not None and str(MAX_EPOCH + 1) in beyond.reason
+
+
+def test_a_node_that_refuses_to_campaign_at_the_last_epoch_is_not_ready() -> None:
+    """At term MAX_EPOCH with no leader heard from, no election can ever succeed: not ready,
+    and the reason says why (rather than a bare "no leader is known")."""
+    ticks = TickWatch(ELECTION_TIMEOUT_MAX)
+    ticks.tick()
+    stuck = dataclasses.replace(leader_status(ticks), state="follower", leader_id=None,
+                                epoch=MAX_EPOCH, campaign_refused=True)
+    readiness = assess_readiness(stuck)
+    assert not readiness.ready
+    assert readiness.reason == (f"the Raft term is {MAX_EPOCH}, the largest epoch ({MAX_EPOCH}): "
+                                "no leader is heard from and this node will not start an "
+                                "election past it")
+    following = dataclasses.replace(stuck, leader_id=2, campaign_refused=False)
+    assert assess_readiness(following).ready  # a leader of term MAX_EPOCH can still commit

@@ -17,7 +17,11 @@ This subclass, used with ``durable_journal.DurableJournal``:
   could otherwise commit it in the same tick).
 
 It also drops, and logs, every message carrying a term outside 0..MAX_EPOCH (``term_range.py``,
-issue 24) before pysyncobj reads it: such a term is never adopted, voted for or appended.
+issue 24) before pysyncobj reads it: such a term is never adopted, voted for or appended. And a
+node at term MAX_EPOCH never campaigns, since its candidate term would be MAX_EPOCH + 1: its
+election deadline is held back while it is not the leader, and once that deadline has passed
+(no leader heard from for an election timeout) :attr:`DurableSyncObj.campaign_refused` is true
+and one error is logged. It can still follow a leader of term MAX_EPOCH; it can never elect one.
 
 Term and vote need nothing here: ``DurableJournal.setCurrentTerm`` stores them durably before
 it returns, and pysyncobj sends its RequestVote, vote and AppendEntries only after that call.
@@ -33,9 +37,10 @@ import queue
 import time
 from typing import Any
 
-from pysyncobj import SyncObj
+from pysyncobj import _RAFT_STATE, SyncObj
 from pysyncobj.syncobj import FAIL_REASON
 
+from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.term_range import out_of_range_term
 
 __all__ = ["DurableSyncObj"]
@@ -56,6 +61,8 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
     ``ConflictOnlyJournal``); with pysyncobj's in-memory journal it behaves like a SyncObj.
     """
 
+    _SyncObj__raftElectionDeadline: float  # pysyncobj's, by its mangled name
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Before SyncObj.__init__, which may start the tick thread.
         self._held_acks: list[tuple[Any, bool, int, bool]] = []
@@ -66,11 +73,41 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         self._refusal_logged_at = float("-inf")
         self.commands_refused = 0
         """Commands failed NOT_LEADER or forwarded ones dropped (see _checkCommandsToApply)."""
+        self.campaign_refused = False
+        """True while this node is at term MAX_EPOCH with no leader heard from for an election
+        timeout: it would have started an election past the epoch range (read by any thread)."""
+        self._election_due = float("inf")
+        self._campaign_refusal_logged = False
         super().__init__(*args, **kwargs)
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
         self._sync_journal_and_release_acks()
+        self._hold_elections_at_the_last_epoch()
         super()._onTick(timeToWait)
+
+    def _hold_elections_at_the_last_epoch(self) -> None:
+        """At term MAX_EPOCH, keeps pysyncobj's election deadline out of reach (it would raise
+        the term past every epoch) and notes when that deadline has passed."""
+        if (self._SyncObj__raftCurrentTerm < MAX_EPOCH
+                or self._SyncObj__raftState == _RAFT_STATE.LEADER):
+            self.campaign_refused = False
+            return
+        deadline = self._SyncObj__raftElectionDeadline
+        if deadline != float("inf"):
+            # pysyncobj set it (at start, or on a leader's message, a vote or a TimeoutNow):
+            # keep when it falls due, and move it where pysyncobj never reaches it.
+            self._election_due = deadline
+            self._SyncObj__raftElectionDeadline = float("inf")
+        self.campaign_refused = time.monotonic() >= self._election_due
+        if self.campaign_refused and not self._campaign_refusal_logged:
+            self._campaign_refusal_logged = True
+            logger.error(
+                "not starting an election: this node's Raft term is %d, the largest epoch an "
+                "int32 can hold, and a candidate would need term %d. It can still follow a "
+                "leader of term %d but no election can ever succeed past it; the quorum needs "
+                "operator action (a new cluster, or restored Raft directories). Not ready until "
+                "a leader is heard from", self._SyncObj__raftCurrentTerm, MAX_EPOCH + 1,
+                MAX_EPOCH)
 
     def _sync_journal_and_release_acks(self) -> None:
         # If the sync raises (a failing disk), the acks stay held and pysyncobj's tick loop logs

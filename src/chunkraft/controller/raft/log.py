@@ -60,6 +60,9 @@ class QuorumStatus:
     tick_lag_limit_seconds: float | None = None
     """The tick lag past which the Raft thread counts as stalled (the longest election
     timeout: a follower that misses that much starts an election)."""
+    campaign_refused: bool = False
+    """This node is at term MAX_EPOCH (the largest int32 epoch), has heard from no leader for
+    an election timeout, and will not start an election past it (issue 24)."""
 
     @property
     def raft_thread_stalled(self) -> bool:

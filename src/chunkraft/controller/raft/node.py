@@ -544,6 +544,7 @@ class RaftNode:
             failure=self.state_machine.failure,
             tick_lag_seconds=round(self.ticks.lag(), 3),
             tick_lag_limit_seconds=self.ticks.limit,
+            campaign_refused=bool(getattr(self._syncobj, "campaign_refused", False)),
         )
 
     def transport_closed_counts(self) -> dict[str, int]:

@@ -2,16 +2,21 @@
 the leader syncs its own entries before pysyncobj's commit loop counts them.
 
 The SyncObj is built without its __init__ (no sockets, no tick thread): a scripted journal and
-transport record every call in one list, so the order is what the tests assert."""
+transport record every call in one list, so the order is what the tests assert. The last tests
+tick a real one-voter node by hand: at term MAX_EPOCH it must never campaign."""
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import pytest
-from pysyncobj import SyncObj
+from pysyncobj import SyncObj, SyncObjConf
 
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
+from chunkraft.controller.raft.entry import MAX_EPOCH
+from chunkraft.deploy.local_cluster import free_ports
 
 
 class _Journal:
@@ -54,6 +59,10 @@ def _node(events: list[str]) -> tuple[DurableSyncObj, _Journal]:
     journal = _Journal(events)
     node._SyncObj__raftLog = journal
     node._SyncObj__transport = _Transport(events)
+    node._SyncObj__raftCurrentTerm = 1
+    node._SyncObj__raftState = 0  # a follower
+    node._SyncObj__raftElectionDeadline = time.monotonic() + 60
+    node.campaign_refused = False
     return node, journal
 
 
@@ -130,3 +139,67 @@ def test_a_new_leader_syncs_its_no_op_before_its_first_commit_loop(
     monkeypatch.setattr(SyncObj, "_SyncObj__onBecomeLeader", lambda self: journal.add(2))
     node._SyncObj__onBecomeLeader()
     assert events == ["fdatasync through 2"]
+
+
+# ---------------------------------------------------------------- the last epoch (issue 24)
+
+
+def _one_voter_at(term: int) -> DurableSyncObj:
+    """A one-voter DurableSyncObj ticked by hand (pysyncobj's in-memory journal), at ``term``
+    before its first election: alone, it campaigns as soon as its election timeout runs out."""
+    (port,) = free_ports(1)
+    node = DurableSyncObj(f"127.0.0.1:{port}", [],
+                          SyncObjConf(autoTick=False, raftMinTimeout=0.05, raftMaxTimeout=0.1,
+                                      appendEntriesPeriod=0.01))
+    node._SyncObj__raftCurrentTerm = term
+    return node
+
+
+def _tick_for(node: DurableSyncObj, seconds: float) -> None:
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        node.doTick(0.01)
+
+
+def test_a_node_at_the_last_epoch_never_campaigns_and_says_so_once(
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, "chunkraft.controller.raft.durable_syncobj")
+    node = _one_voter_at(MAX_EPOCH)
+    try:
+        assert not node.campaign_refused  # its election timeout has not run out yet
+        _tick_for(node, 0.6)  # six of its longest election timeouts
+        assert node.raftCurrentTerm == MAX_EPOCH  # never MAX_EPOCH + 1
+        assert not node._isLeader() and node._getLeader() is None
+        assert node.campaign_refused
+        refusals = [r for r in caplog.records if "not starting an election" in r.getMessage()]
+        assert len(refusals) == 1, caplog.text
+        assert f"Raft term is {MAX_EPOCH}" in refusals[0].getMessage()
+        assert f"would need term {MAX_EPOCH + 1}" in refusals[0].getMessage()
+    finally:
+        node.destroy()
+
+
+def test_a_node_just_below_the_last_epoch_may_still_campaign_up_to_it() -> None:
+    node = _one_voter_at(MAX_EPOCH - 1)
+    try:
+        _tick_for(node, 0.5)
+        assert node._isLeader() and node.raftCurrentTerm == MAX_EPOCH
+        assert not node.campaign_refused  # a leader of term MAX_EPOCH can commit
+    finally:
+        node.destroy()
+
+
+def test_a_leaders_message_at_the_last_epoch_clears_the_refusal_until_it_falls_silent() -> None:
+    node = _one_voter_at(MAX_EPOCH)
+    try:
+        _tick_for(node, 0.3)
+        assert node.campaign_refused
+        # What pysyncobj does on an AppendEntries of term MAX_EPOCH: a fresh election deadline.
+        node._SyncObj__raftElectionDeadline = time.monotonic() + 0.2
+        node.doTick(0.0)
+        assert not node.campaign_refused
+        _tick_for(node, 0.3)  # the leader falls silent: refused again, still no campaign
+        assert node.campaign_refused and node.raftCurrentTerm == MAX_EPOCH
+    finally:
+        node.destroy()
