@@ -54,6 +54,7 @@ __all__ = [
     "encode_journal",
     "journal_format",
     "journal_records",
+    "read_header",
 ]
 
 logger = logging.getLogger(__name__)
@@ -114,8 +115,8 @@ def journal_format(data: bytes, label: str) -> int:
         f"({bytes(data[:24])!r})", label, 0)
 
 
-def _read_header(data: bytes, label: str) -> tuple[int, int]:
-    """(end, commit index) of a format-2 journal."""
+def read_header(data: bytes, label: str) -> tuple[int, int]:
+    """(end, commit index) of a format-2 journal; JournalCorruptError if its header is bad."""
     if len(data) < HEADER_SIZE:
         raise JournalCorruptError(f"the journal is shorter than its {HEADER_SIZE}-byte header",
                                   label, 0)
@@ -134,7 +135,7 @@ def _read_header(data: bytes, label: str) -> tuple[int, int]:
 
 
 def _format_2_records(data: bytes, label: str) -> Iterator[JournalRecord]:
-    end, _commit_index = _read_header(data, label)
+    end, _commit_index = read_header(data, label)
     position = HEADER_SIZE
     previous: int | None = None
     view = memoryview(data)
@@ -267,7 +268,7 @@ class CheckedFileJournal:
             data = self._path.read_bytes()
             self._fd = os.open(self._path, os.O_RDWR)
         try:
-            self._end, self._commit_index = _read_header(data, str(self._path))
+            self._end, self._commit_index = read_header(data, str(self._path))
             self._entries: list[tuple[bytes, int, int]] = [
                 (r.command, r.index, r.term) for r in _format_2_records(data, str(self._path))]
         except BaseException:
