@@ -41,7 +41,7 @@ def relabel_the_last_term(journal: Path) -> tuple[int, int, int, int]:
     the term of the entry before them. Returns (first relabelled index, last index, the term
     they now have, the term they had)."""
     data = journal.read_bytes()
-    _end, commit_index = read_header(data, str(journal))
+    _first, _end, commit_index = read_header(data, str(journal))
     records = list(journal_records(data, str(journal)))
     last_term = records[-1].term
     start = next(n for n, record in enumerate(records) if record.term == last_term)

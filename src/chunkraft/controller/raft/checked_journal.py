@@ -6,13 +6,15 @@ a flipped byte in a record's index or term went unseen: in issue 24 one flipped 
 follower win an election and overwrite an applied entry elsewhere. This module replaces that
 file (``node.py`` hands it to pysyncobj in place of ``FileJournal``) with format 2::
 
-    header  := name[24] "CHUNKRAFT-RAFT-JOURNAL" | zero[8] | u32 format (2) | u32 zero
+    header  := name[24] "CHUNKRAFT-RAFT-JOURNAL" | u64 first_index | u32 format (2) | u32 zero
                | u64 end | u64 commit_index | u32 crc32c(bytes 0..56)          (60 bytes)
     record  := u32 size | u64 index | u64 term | command | u32 crc32c(size .. command)
 
 little-endian, ``size`` = 16 + the command's length, as in pysyncobj's record; only the trailer
 differs: a CRC32C of everything before it, so index, term and payload are checked as a whole.
-``end`` is the offset after the last record; bytes after it are ignored. The u32 at byte 36,
+``end`` is the offset after the last record; bytes after it are ignored. ``first_index`` is
+the first record's Raft index (0 with no record), so a record whose CRC fails is named by the
+index it should have, even when the flipped byte is in its own index. The u32 at byte 36,
 where format 1 keeps its end, is always 0, so a chunkraft of format 1 refuses the file instead
 of misreading it. ``commit_index`` is pysyncobj's commit index (format 1 kept it in
 ``journal.meta``, unchecked: a flipped digit could make a restarted node apply entries that
@@ -63,7 +65,7 @@ FORMAT = 2
 """The format this module writes (pysyncobj's own, format 1, is only read, to convert it)."""
 
 _NAME = b"CHUNKRAFT-RAFT-JOURNAL".ljust(24, b"\0")
-_HEADER = struct.Struct("<24s8sIIQQ")  # name, zero, format, zero, end, commit index
+_HEADER = struct.Struct("<24sQIIQQ")  # name, first index, format, zero, end, commit index
 _HEADER_CRC = struct.Struct("<I")
 HEADER_SIZE = _HEADER.size + _HEADER_CRC.size
 _RECORD_HEAD = struct.Struct("<IQQ")  # size, index, term
@@ -88,8 +90,8 @@ class JournalRecord:
     command: bytes
 
 
-def _encode_header(end: int, commit_index: int) -> bytes:
-    head = _HEADER.pack(_NAME, b"", FORMAT, 0, end, commit_index)
+def _encode_header(first_index: int, end: int, commit_index: int) -> bytes:
+    head = _HEADER.pack(_NAME, first_index, FORMAT, 0, end, commit_index)
     return head + _HEADER_CRC.pack(crc32c(head))
 
 
@@ -101,7 +103,8 @@ def _encode_record(command: bytes, index: int, term: int) -> bytes:
 def encode_journal(entries: Sequence[tuple[bytes, int, int]], commit_index: int = 1) -> bytes:
     """A whole format-2 journal holding ``entries`` (pysyncobj's (command, index, term))."""
     records = b"".join(_encode_record(command, index, term) for command, index, term in entries)
-    return _encode_header(HEADER_SIZE + len(records), commit_index) + records
+    first_index = entries[0][1] if entries else 0
+    return _encode_header(first_index, HEADER_SIZE + len(records), commit_index) + records
 
 
 def journal_format(data: bytes, label: str) -> int:
@@ -115,8 +118,9 @@ def journal_format(data: bytes, label: str) -> int:
         f"({bytes(data[:24])!r})", label, 0)
 
 
-def read_header(data: bytes, label: str) -> tuple[int, int]:
-    """(end, commit index) of a format-2 journal; JournalCorruptError if its header is bad."""
+def read_header(data: bytes, label: str) -> tuple[int, int, int]:
+    """(first index, end, commit index) of a format-2 journal; JournalCorruptError if its
+    header is bad."""
     if len(data) < HEADER_SIZE:
         raise JournalCorruptError(f"the journal is shorter than its {HEADER_SIZE}-byte header",
                                   label, 0)
@@ -124,20 +128,19 @@ def read_header(data: bytes, label: str) -> tuple[int, int]:
     if crc32c(data[: _HEADER.size]) != crc:
         raise JournalCorruptError("the journal's header fails its CRC32C (its end offset or "
                                   "commit index cannot be trusted)", label, 0)
-    _name, _zero, version, _legacy_end, end, commit_index = _HEADER.unpack_from(data, 0)
+    _name, first_index, version, _legacy_end, end, commit_index = _HEADER.unpack_from(data, 0)
     if version != FORMAT:
         raise JournalCorruptError(f"journal format {version} is not one this chunkraft reads",
                                   label, 32)
     if not HEADER_SIZE <= end <= len(data):
         raise JournalCorruptError(f"the journal's header says its records end at byte {end}, "
                                   f"the file has {len(data)} bytes", label, 40)
-    return end, commit_index
+    return first_index, end, commit_index
 
 
 def _format_2_records(data: bytes, label: str) -> Iterator[JournalRecord]:
-    end, _commit_index = read_header(data, label)
+    expected, end, _commit_index = read_header(data, label)
     position = HEADER_SIZE
-    previous: int | None = None
     view = memoryview(data)
     while position < end:
         if position + _RECORD_OVERHEAD > end:
@@ -147,26 +150,25 @@ def _format_2_records(data: bytes, label: str) -> Iterator[JournalRecord]:
         crc_at = position + 4 + size
         if size < _MIN_SIZE or crc_at + 4 > end:
             raise JournalCorruptError(
-                f"{_which(index, previous)}: a record of {size} bytes at byte {position} runs "
+                f"{_which(index, expected)}: a record of {size} bytes at byte {position} runs "
                 "past the journal's end (a damaged size)", label, position)
         (crc,) = _TRAILER.unpack_from(data, crc_at)
         if crc32c(view[position:crc_at]) != crc:
             raise JournalCorruptError(
-                f"{_which(index, previous)}: the record at byte {position} fails its CRC32C "
+                f"{_which(index, expected)}: the record at byte {position} fails its CRC32C "
                 f"(it reads index {index}, term {term}): a byte of its size, index, term or "
                 "command changed after it was written", label, position)
         yield JournalRecord(position, index, term, bytes(view[position + 20 : crc_at]))
-        previous = index
+        expected = index + 1
         position = crc_at + 4
 
 
-def _which(stored_index: int, previous: int | None) -> str:
-    """The Raft index a damaged record should have, and what its own (unchecked) field says."""
-    if previous is None:
-        return f"Raft index {stored_index} (as stored: the first record)"
-    if stored_index == previous + 1:
-        return f"Raft index {stored_index}"
-    return f"Raft index {previous + 1} (stored as {stored_index})"
+def _which(stored_index: int, expected: int) -> str:
+    """The Raft index a damaged record should have (the header's first index, then one more
+    per record), and what its own unchecked index field says if that differs."""
+    if stored_index == expected:
+        return f"Raft index {expected}"
+    return f"Raft index {expected} (stored as {stored_index})"
 
 
 def _format_1_records(data: bytes, label: str) -> Iterator[JournalRecord]:
@@ -268,7 +270,7 @@ class CheckedFileJournal:
             data = self._path.read_bytes()
             self._fd = os.open(self._path, os.O_RDWR)
         try:
-            self._end, self._commit_index = read_header(data, str(self._path))
+            _first, self._end, self._commit_index = read_header(data, str(self._path))
             self._entries: list[tuple[bytes, int, int]] = [
                 (r.command, r.index, r.term) for r in _format_2_records(data, str(self._path))]
         except BaseException:
@@ -284,8 +286,8 @@ class CheckedFileJournal:
         record = _encode_record(command, index, term)
         os.pwrite(self._fd, record, self._end)
         self._end += len(record)
-        self._write_header()
         self._entries.append((command, index, term))
+        self._write_header()
 
     def clear(self) -> None:
         self._entries = []
@@ -316,7 +318,8 @@ class CheckedFileJournal:
         return len(self._entries)
 
     def _write_header(self) -> None:
-        os.pwrite(self._fd, _encode_header(self._end, self._commit_index), 0)
+        first_index = self._entries[0][1] if self._entries else 0
+        os.pwrite(self._fd, _encode_header(first_index, self._end, self._commit_index), 0)
 
     def sync(self, fdatasync: Callable[[int], None] = os.fdatasync) -> None:
         """Makes every write so far durable (thread-safe)."""
