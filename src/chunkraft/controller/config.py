@@ -67,7 +67,7 @@ class ControllerConfig:
     # pysyncobj compacts every 5,000 entries by default: far too often for a large image.
     raft_log_compaction_min_entries: int = 50_000
     raft_log_compaction_min_time_ms: int = 300_000
-    # pysyncobj's journal cannot pass 4 GiB between compactions; large entries get there first.
+    # A restart reads the whole journal: bound it by bytes too, since large entries are few.
     raft_log_compaction_max_bytes: int = 256 * _MIB
     # The Raft transport guard (controller/raft/transport_guard.py explains each figure):
     # messages up to ~171 MiB are legitimate at worst; a real handshake takes milliseconds.

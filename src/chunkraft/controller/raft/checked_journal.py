@@ -283,6 +283,8 @@ class CheckedFileJournal:
     # ------------------------------------------------------------ the log
 
     def add(self, command: bytes, index: int, term: int) -> None:
+        # As pysyncobj's FileJournal: a str command (never one of ours) is stored as UTF-8.
+        command = command.encode() if isinstance(command, str) else bytes(command)
         record = _encode_record(command, index, term)
         os.pwrite(self._fd, record, self._end)
         self._end += len(record)

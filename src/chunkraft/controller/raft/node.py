@@ -112,7 +112,7 @@ class RaftSettings:
     log_compaction_min_time: float = 300.0
     log_compaction_max_bytes: int = 256 * 1024 * 1024
     """Entries' bytes after which a dump is forced whatever their count: pysyncobj compacts by
-    count and time only, and its journal cannot grow past 4 GiB between compactions."""
+    count and time only, and a restart reads (and checks) the whole journal."""
     max_retained_bytes: int = 64 * 1024 * 1024
     snapshot_export_dir: Path | None = None
     """Where each new dump is exported as Parquet (``docs/export.md``); None: never."""

@@ -61,7 +61,8 @@ def _refuse(first_index: int, why: str) -> None:
 
 
 class ConflictOnlyJournal:
-    """Wraps a pysyncobj journal (``FileJournal`` or ``MemoryJournal``); see the module doc.
+    """Wraps a pysyncobj journal (``DurableJournal`` over ``CheckedFileJournal``, or pysyncobj's
+    ``MemoryJournal``); see the module doc.
 
     Used only from pysyncobj's tick thread, like the journal it wraps.
     """
