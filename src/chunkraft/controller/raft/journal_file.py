@@ -11,8 +11,9 @@ second of its first start could not start again without wiping ``raft/`` by hand
 :func:`prepare_journal_file` runs before the start-up check and before pysyncobj:
 
 - a missing ``raft/`` directory is created and its parent fsynced;
-- a missing journal is written with pysyncobj's empty header to a temporary file, fsynced,
-  renamed into place, and the directory fsynced, so the journal is whole or absent;
+- a missing journal is written as an empty journal of chunkraft's format 2
+  (``checked_journal.py``: its header, no record) to a temporary file, fsynced, renamed into
+  place, and the directory fsynced, so the journal is whole or absent;
 - an *empty* journal is replaced the same way: a journal with no bytes was never synced, so
   this node never acknowledged an entry from it (an acknowledgement waits for an fdatasync,
   which would have made the header durable too).
@@ -24,27 +25,17 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from pathlib import Path
 
-from pysyncobj.journal import (
-    APP_NAME,
-    APP_VERSION,
-    FIRST_RECORD_OFFSET,
-    JOURNAL_FORMAT_VERSION,
-    NAME_SIZE,
-    VERSION_SIZE,
-)
-
+from chunkraft.controller.raft.checked_journal import encode_journal
 from chunkraft.records.files._fsync import fsync_directory
 
 __all__ = ["EMPTY_JOURNAL", "prepare_journal_file"]
 
 logger = logging.getLogger(__name__)
 
-EMPTY_JOURNAL = (APP_NAME.ljust(NAME_SIZE, b"\0") + APP_VERSION.ljust(VERSION_SIZE, b"\0")
-                 + struct.pack("<II", JOURNAL_FORMAT_VERSION, FIRST_RECORD_OFFSET))
-"""The bytes pysyncobj writes to a new journal: its header, with no record."""
+EMPTY_JOURNAL = encode_journal([])
+"""The bytes of a new journal: format 2's header, with no record."""
 
 
 def prepare_journal_file(journal_path: str | os.PathLike[str]) -> bool:

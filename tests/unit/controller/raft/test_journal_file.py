@@ -5,18 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pysyncobj.journal
 import pytest
 
 from chunkraft.chaos.lazyfs_model import LazyModel, materialize
+from chunkraft.controller.raft.checked_journal import CheckedFileJournal, journal_format
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.journal_file import EMPTY_JOURNAL, prepare_journal_file
 
 
-def test_the_empty_journal_is_the_header_pysyncobj_writes(tmp_path: Path) -> None:
-    created = pysyncobj.journal.FileJournal(str(tmp_path / "journal"))
+def test_the_empty_journal_is_what_the_journal_file_itself_writes(tmp_path: Path) -> None:
+    created = CheckedFileJournal(tmp_path / "journal")
     created._destroy()
-    assert (tmp_path / "journal").read_bytes()[: len(EMPTY_JOURNAL)] == EMPTY_JOURNAL
+    assert (tmp_path / "journal").read_bytes() == EMPTY_JOURNAL
+    assert journal_format(EMPTY_JOURNAL, "journal") == 2
 
 
 def test_a_missing_journal_is_written_synced_renamed_and_its_directory_synced(
@@ -56,9 +57,9 @@ def test_an_empty_journal_is_replaced_and_one_with_bytes_is_left_alone(
     assert prepare_journal_file(journal) is True
     assert journal.read_bytes() == EMPTY_JOURNAL
 
-    pysyncobj_journal = pysyncobj.journal.FileJournal(str(journal))
-    pysyncobj_journal.add(b"\x01", 1, 1)
-    pysyncobj_journal._destroy()
+    written = CheckedFileJournal(journal)
+    written.add(b"\x01", 1, 1)
+    written._destroy()
     before = journal.read_bytes()
     assert prepare_journal_file(journal) is False
     assert journal.read_bytes() == before
