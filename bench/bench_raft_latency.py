@@ -6,7 +6,13 @@ acknowledgement, the leader's sync, commit, apply and the answering flush. No HT
 brokers: it isolates what the Raft layer costs, e.g. the fsyncs of issue 16. Also prints the
 disk's own fdatasync latency (300 syncs of a 300-byte write) for scale.
 
-    PYTHONPATH=src:. python bench/bench_raft_latency.py [--ops 500]
+``--journal-records N`` (default 5,000) also measures the journal a RaftNode gets
+(``pysyncobj.syncobj.createJournal`` as ``node.py`` replaces it), alone: the CPU cost of one
+append, one append plus the sync a follower makes before acknowledging, and a restart's read and
+check of N records (``check_journal``, then opening the journal). Run with another tree's ``src``
+first on PYTHONPATH, it measures that tree's journal with the same code.
+
+    PYTHONPATH=src:. python bench/bench_raft_latency.py [--ops 500] [--journal-records 5000]
 
 Prints one JSON line per measurement; nothing is appended to RESULTS.md.
 """
@@ -16,14 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+import pysyncobj.syncobj
 from tests.support.raft import batch, key, topic_record
 
+from chunkraft.controller.raft import encode_entry
+from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.deploy.local_cluster import free_ports
 
@@ -81,12 +91,51 @@ def disk_fdatasync() -> dict[str, object]:
             "p99_ms": _percentile(latencies, 0.99)}
 
 
+def journal_costs(records: int) -> list[dict[str, object]]:
+    """The node's journal alone: append, append + sync, and a restart's read and check."""
+    # What a RaftNode journals for one create-topic call: our entry point's pickled call.
+    command = b"\x00" + pickle.dumps(
+        (0, (encode_entry([batch([topic_record(1)], key_=key(1))]),)), protocol=2)
+    with tempfile.TemporaryDirectory(prefix="chunkraft-journal-cost-") as root:
+        path = str(Path(root) / "journal")
+        journal = pysyncobj.syncobj.createJournal(path)  # as node.py makes it
+        began = time.perf_counter()
+        for index in range(1, records + 1):
+            journal.add(command, index, 1)
+        append_us = (time.perf_counter() - began) / records * 1e6
+        synced = []
+        for index in range(records + 1, records + 301):
+            began = time.perf_counter()
+            journal.add(command, index, 1)
+            journal.sync()
+            synced.append((time.perf_counter() - began) * 1000)
+        journal._destroy()
+        began = time.perf_counter()
+        check_journal(path)
+        checked = time.perf_counter() - began
+        began = time.perf_counter()
+        pysyncobj.syncobj.createJournal(path)._destroy()
+        opened = time.perf_counter() - began
+    synced.sort()
+    return [
+        {"item": "journal append, no sync", "command_bytes": len(command),
+         "us_per_append": round(append_us, 2)},
+        {"item": "journal append + fdatasync", "p50_ms": round(statistics.median(synced), 3),
+         "p99_ms": _percentile(synced, 0.99)},
+        {"item": "journal restart: check + open", "records": records + 300,
+         "check_ms": round(checked * 1000, 1), "open_ms": round(opened * 1000, 1)},
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ops", type=int, default=500)
+    parser.add_argument("--journal-records", type=int, default=5000)
     args = parser.parse_args()
     print(json.dumps(raft_latency(args.ops)))
     print(json.dumps(disk_fdatasync()))
+    for line in journal_costs(args.journal_records):
+        print(json.dumps(line))
 
 
 if __name__ == "__main__":
