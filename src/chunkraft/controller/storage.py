@@ -7,7 +7,7 @@ that was formatted for another cluster or another node, so a misconfigured node 
 
     <data.dir>/
         meta.properties     version=1, cluster.id, node.id (written once, atomically)
-        raft/journal        pysyncobj's journal
+        raft/journal        the Raft journal (checked_journal.py: a CRC-32C per record)
         raft/dump           the Raft dump (the image at the last compaction)
         snapshots/          record snapshots (*.checkpoint) for the metadata stream
 
