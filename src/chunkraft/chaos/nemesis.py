@@ -135,6 +135,8 @@ class Nemesis:
     events: list[FaultEvent] = field(default_factory=list)
     minority_acks: list[dict[str, Any]] = field(default_factory=list)
     log: Callable[[str], None] = lambda line: None
+    sleep: Callable[[float], None] = time.sleep
+    """How the nemesis waits (a test passes its own, never patching ``time.sleep``)."""
     _kills: int = 0
 
     # ------------------------------------------------------------------ helpers
@@ -214,7 +216,7 @@ class Nemesis:
         majority = [n for n in sorted(self.cluster.nodes) if n != leader]
         event.details["write_available_s"] = self.probe_available(majority, seconds)
         event.details["minority_acks"] = len(self.probe_minority([leader]))
-        time.sleep(max(0.0, seconds - (time.monotonic_ns() - cut_at) / 1e9))
+        self.sleep(max(0.0, seconds - (time.monotonic_ns() - cut_at) / 1e9))
 
     def _fault_halves(self, event: FaultEvent, seconds: float) -> None:
         size = len(self.cluster.nodes)
@@ -225,9 +227,9 @@ class Nemesis:
         self.faults.partition([self._host(n) for n in minority],
                               [self._host(n) for n in majority])
         event.details.update(minority=minority, majority=majority)
-        time.sleep(min(seconds / 2, 2.0))
+        self.sleep(min(seconds / 2, 2.0))
         event.details["minority_acks"] = len(self.probe_minority(minority))
-        time.sleep(max(0.0, seconds - min(seconds / 2, 2.0)))
+        self.sleep(max(0.0, seconds - min(seconds / 2, 2.0)))
 
     def _fault_flap(self, event: FaultEvent, seconds: float) -> None:
         leader = self._leader()
@@ -235,20 +237,20 @@ class Nemesis:
         cycles = max(1, int(seconds / 1.0))
         self.faults.start_flap(self._host(leader), down_seconds=0.5, up_seconds=0.5,
                                cycles=cycles)
-        time.sleep(seconds)
+        self.sleep(seconds)
 
     def _fault_loss(self, event: FaultEvent, seconds: float) -> None:
         nodes = sorted(self.cluster.nodes)
         event.details.update(nodes=nodes, percent=20)
         for node_id in nodes:
             self.faults.loss(self._host(node_id), 20)
-        time.sleep(seconds)
+        self.sleep(seconds)
 
     def _fault_delay(self, event: FaultEvent, seconds: float) -> None:
         leader = self._leader()
         event.details.update(node=leader, delay_ms=200)
         self.faults.delay(self._host(leader), 200)
-        time.sleep(seconds)
+        self.sleep(seconds)
 
     def _fault_pause(self, event: FaultEvent, seconds: float) -> None:
         leader = self._leader()
@@ -256,10 +258,10 @@ class Nemesis:
         event.details.update(node=leader, paused_s=pause)
         self._signal(leader, signal.SIGSTOP)
         try:
-            time.sleep(pause)
+            self.sleep(pause)
         finally:
             self._signal(leader, signal.SIGCONT)
-        time.sleep(max(0.0, seconds - pause))
+        self.sleep(max(0.0, seconds - pause))
 
     def _fault_kill(self, event: FaultEvent, seconds: float) -> None:
         # By turns the leader and a follower, so both kinds of crash are met.
@@ -269,7 +271,7 @@ class Nemesis:
         self._kills += 1
         event.details["node"] = victim
         self.cluster.kill(victim)
-        time.sleep(seconds)
+        self.sleep(seconds)
         self.cluster.start(victim)
 
     def _fault_power(self, event: FaultEvent, seconds: float) -> None:
@@ -278,7 +280,7 @@ class Nemesis:
         nodes = sorted(self.cluster.nodes)
         event.details["nodes"] = nodes
         self.power.cut(nodes)
-        time.sleep(min(seconds, 1.0))
+        self.sleep(min(seconds, 1.0))
         self.cluster.start()
 
     # ------------------------------------------------------------------ healing
