@@ -157,7 +157,8 @@ def _run(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProc
     return result
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a harness's owner check for leftovers)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -191,7 +192,7 @@ def _owner(prefix: str) -> int | None:
 def leftover_prefixes() -> list[str]:
     """Prefixes whose objects exist but whose owning harness process is gone."""
     return sorted(prefix for prefix in _existing_prefixes()
-                  if (owner := _owner(prefix)) is None or not _pid_alive(owner))
+                  if (owner := _owner(prefix)) is None or not pid_alive(owner))
 
 
 def _remove_prefix(prefix: str) -> None:
@@ -292,7 +293,7 @@ class Hosts:
                 fd = os.open(owner_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 owner = _owner(self.prefix)
-                if owner is not None and _pid_alive(owner):
+                if owner is not None and pid_alive(owner):
                     return False
                 # Its owner died after the claim (maybe before it made anything): stale.
                 with contextlib.suppress(FileNotFoundError):

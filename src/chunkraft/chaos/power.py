@@ -60,6 +60,7 @@ from types import TracebackType
 
 from chunkraft.chaos.lazyfs import FSNAME
 from chunkraft.chaos.lazyfs_model import MaterializeReport, materialize
+from chunkraft.chaos.netns import pid_alive
 from chunkraft.deploy.local_cluster import LocalCluster
 
 __all__ = [
@@ -101,16 +102,6 @@ def _lazyfs_mountpoints() -> set[str]:
 def is_mounted(mountpoint: str | os.PathLike[str]) -> bool:
     """True if a lazyfs file system is mounted on ``mountpoint``."""
     return os.path.realpath(mountpoint) in _lazyfs_mountpoints()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _running_threads(pid: int) -> int:
@@ -175,7 +166,7 @@ def leftover_mounts() -> list[dict[str, object]]:
             owner = int(entry["owner"])
         except (OSError, ValueError, KeyError, TypeError):
             entry, owner = {}, -1
-        if owner < 0 or not _pid_alive(owner):
+        if owner < 0 or not pid_alive(owner):
             found.append({**entry, "record": str(record)})
     return found
 
