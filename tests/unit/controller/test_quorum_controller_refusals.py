@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Sequence
 from concurrent.futures import Future
 
-from chunkraft.controller.quorum_controller import QuorumController
+from chunkraft.controller.quorum_controller import QuorumController, WriteResult
 from chunkraft.controller.raft import BatchOutcome, ProposalError, ProposedBatch
 from chunkraft.error_codes import Errors
 from tests.support.raft import key
-from tests.unit.controller.test_quorum_controller import (
+from tests.unit.controller.quorum_doubles import (
     DeferredRaft,
     TopicResponse,
     create_topic,
@@ -53,20 +53,31 @@ class HoldingRaft(DeferredRaft):
         self.held.clear()
 
 
+WriteTask = asyncio.Future[WriteResult[TopicResponse]]
+
+
+async def create_held_then_again(controller: QuorumController,
+                                 raft: HoldingRaft) -> tuple[WriteTask, WriteTask]:
+    """Creates "orders" once while entries are held in flight, then again under another key;
+    returns both writes once the second has validated (against the first, not committed)."""
+    await controller.write(create_topic("first"), TopicResponse)
+    raft.hold = True
+    first = asyncio.ensure_future(controller.write(
+        create_topic("orders"), TopicResponse, idempotency_key=key(1)))
+    await asyncio.sleep(0.02)
+    second = asyncio.ensure_future(controller.write(
+        create_topic("orders"), TopicResponse, idempotency_key=key(2)))
+    await asyncio.sleep(0.05)
+    # It would be TOPIC_ALREADY_EXISTS, but "orders" is not committed yet.
+    assert not second.done()
+    return first, second
+
+
 def test_a_refusal_that_read_a_write_in_flight_waits_until_it_commits() -> None:
     raft = HoldingRaft()
 
     async def body(controller: QuorumController) -> None:
-        await controller.write(create_topic("first"), TopicResponse)
-        raft.hold = True
-        first = asyncio.ensure_future(controller.write(
-            create_topic("orders"), TopicResponse, idempotency_key=key(1)))
-        await asyncio.sleep(0.02)
-        second = asyncio.ensure_future(controller.write(
-            create_topic("orders"), TopicResponse, idempotency_key=key(2)))
-        await asyncio.sleep(0.05)
-        # It would be TOPIC_ALREADY_EXISTS, but "orders" is not committed yet.
-        assert not second.done()
+        first, second = await create_held_then_again(controller, raft)
         raft.release()
         created, refused = await first, await second
         assert created.committed and created.response.error_code == 0
@@ -82,15 +93,7 @@ def test_a_refusal_that_read_a_write_a_failover_lost_is_validated_again() -> Non
     raft = HoldingRaft()
 
     async def body(controller: QuorumController) -> None:
-        await controller.write(create_topic("first"), TopicResponse)
-        raft.hold = True
-        lost = asyncio.ensure_future(controller.write(
-            create_topic("orders"), TopicResponse, idempotency_key=key(1)))
-        await asyncio.sleep(0.02)
-        second = asyncio.ensure_future(controller.write(
-            create_topic("orders"), TopicResponse, idempotency_key=key(2)))
-        await asyncio.sleep(0.05)
-        assert not second.done()
+        lost, second = await create_held_then_again(controller, raft)
         lost.cancel()       # its writer gives up: it will not retry
         raft.discard()      # and its entry never commits
         result = await second
