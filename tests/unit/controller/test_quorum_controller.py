@@ -3,151 +3,33 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
-import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from chunkraft.controller.image import MetadataImage, MetadataProvenance
 from chunkraft.controller.quorum_controller import MAX_ENTRIES_IN_FLIGHT, QuorumController
-from chunkraft.controller.raft import BatchOutcome, ProposalError, ProposedBatch
+from chunkraft.controller.raft import BatchOutcome, ProposedBatch
 from chunkraft.controller.raft.local import LocalRaft
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException, Errors
-from chunkraft.records import NoOpRecord, PartitionRecord, TopicRecord, decode_record
+from chunkraft.records import NoOpRecord, TopicRecord, decode_record
 from tests.support.raft import batch, key
-
-T = TypeVar("T")
-
-
-class TopicResponse(BaseModel):
-    name: str
-    topic_id: str | None = None
-    error_code: int = 0
-
-
-def create_topic(name: str, calls: list[str] | None = None) -> Callable[
-        [MetadataImage], ControllerResult[TopicResponse]]:
-    """Creates topic ``name`` with a fresh id, or answers TOPIC_ALREADY_EXISTS."""
-
-    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
-        if calls is not None:
-            calls.append(name)
-        if image.topics.get_by_name(name) is not None:
-            return ControllerResult.of(
-                TopicResponse(name=name, error_code=Errors.TOPIC_ALREADY_EXISTS.code))
-        topic_id = uuid.uuid4()
-        return ControllerResult.of(TopicResponse(name=name, topic_id=str(topic_id)),
-                                   [TopicRecord(name=name, topic_id=topic_id)])
-
-    return operation
-
-
-def add_partition(name: str) -> Callable[[MetadataImage], ControllerResult[TopicResponse]]:
-    """Adds the next partition to topic ``name`` (by the id the image has for it)."""
-
-    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
-        topic = image.topics.get_by_name(name)
-        if topic is None:
-            return ControllerResult.of(
-                TopicResponse(name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION.code))
-        record = PartitionRecord(
-            partition_id=len(topic.partitions), topic_id=topic.topic_id, replicas=(0,), isr=(0,),
-            leader=0, leader_epoch=0, partition_epoch=0, start_offset=0)
-        return ControllerResult.of(TopicResponse(name=name, topic_id=str(topic.topic_id)),
-                                   [record])
-
-    return operation
-
-
-def describe(name: str) -> Callable[[MetadataImage], ControllerResult[TopicResponse]]:
-    """Reads only: no records."""
-
-    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
-        topic = image.topics.get_by_name(name)
-        return ControllerResult.of(TopicResponse(
-            name=name, topic_id=None if topic is None else str(topic.topic_id)))
-
-    return operation
-
-
-class DeferredRaft(LocalRaft):
-    """Commits each proposal on a later turn of the event loop, so entries are really in flight
-    (and batches staged meanwhile are grouped); can also lose an entry's ack, hold entries, or
-    turn them corrupt."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries: list[int] = []  # batches per entry, in commit order
-        self.corrupt = False
-        self.hold = False
-        self._lose_ack = 0
-        self._lost: list[Sequence[ProposedBatch]] = []
-
-    def lose_ack_next(self) -> None:
-        """The next proposal fails at once with an unknown outcome, yet commits (before any
-        later proposal, as Raft would order it) when the next proposal commits."""
-        self._lose_ack += 1
-
-    def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
-        future: Future[tuple[BatchOutcome, ...]] = Future()
-        if self._lose_ack:
-            self._lose_ack -= 1
-            self._lost.append(list(batches))
-            future.set_exception(ProposalError("LEADER_CHANGED"))
-        elif not self.hold:
-            asyncio.get_running_loop().call_soon(self._commit, list(batches), future)
-        return future
-
-    def _commit(self, batches: Sequence[ProposedBatch], future: Future[Any]) -> None:
-        for lost in self._lost:
-            self.entries.append(len(lost))
-            super().propose(lost)
-        self._lost.clear()
-        self.entries.append(len(batches))
-        if self.corrupt:
-            future.set_result(self.state_machine.apply_entry(b"not an entry"))
-            return
-        inner = super().propose(batches)
-        error = inner.exception()
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(inner.result())
-
-
-def run(raft: LocalRaft, body: Callable[[QuorumController], Coroutine[Any, Any, T]],
-        **options: Any) -> T:
-    """Runs ``body`` with a started controller over ``raft`` on a fresh event loop."""
-
-    async def main() -> T:
-        controller = QuorumController(raft, **options)
-        await controller.start()
-        return await asyncio.wait_for(body(controller), 20)
-
-    return asyncio.run(main())
-
-
-def log_records(raft: LocalRaft) -> list[tuple[int, Any]]:
-    """Every committed (offset, record), decoded."""
-    read = raft.state_machine.read_after(-1, max_records=10**9, max_bytes=10**12)
-    assert not read.snapshot_needed
-    return [(b.base_offset + i, decode_record(r)) for b in read.batches
-            for i, r in enumerate(b.records)]
-
-
-def topic_names(raft: LocalRaft) -> list[str]:
-    return [record.name for _, record in log_records(raft) if isinstance(record, TopicRecord)]
-
-
-RAFTS = [pytest.param(LocalRaft, id="local"), pytest.param(DeferredRaft, id="deferred")]
-
+from tests.unit.controller.quorum_doubles import (
+    RAFTS,
+    DeferredRaft,
+    TopicResponse,
+    add_partition,
+    create_topic,
+    describe,
+    log_records,
+    run,
+    topic_names,
+)
 
 # ------------------------------------------------------------------ basics
 
@@ -608,115 +490,3 @@ def test_a_staged_image_is_not_taken_for_other_records_under_the_same_key() -> N
     raft.propose([other]).result()
     image = raft.state_machine.image
     assert image is not staged_image and image.topics.get_by_name("other") is not None
-
-
-# ------------------------------------------------------------------ offloaded validation
-
-
-def busy_create_topic(name: str, seconds: float, threads: list[int]
-                      ) -> Callable[[MetadataImage], ControllerResult[TopicResponse]]:
-    """create_topic after ``seconds`` of pure-Python CPU work; records its thread."""
-    inner = create_topic(name)
-
-    def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
-        threads.append(threading.get_ident())
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            sum(range(1000))
-        return inner(image)
-
-    return operation
-
-
-def test_an_offloaded_write_leaves_the_loop_free_while_it_validates() -> None:
-    raft = LocalRaft()
-    threads: list[int] = []
-
-    async def body(controller: QuorumController) -> tuple[float, int]:
-        ticks: list[float] = []
-
-        async def ticker() -> None:
-            while True:
-                ticks.append(time.monotonic())
-                await asyncio.sleep(0.01)
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0.05)
-        result = await controller.write(busy_create_topic("heavy", 0.5, threads), TopicResponse,
-                                        offload=True)
-        task.cancel()
-        assert result.committed and result.response.name == "heavy"
-        gaps = [b - a for a, b in itertools.pairwise(ticks)]
-        return max(gaps), len(ticks)
-
-    longest_gap, ticks = run(raft, body)
-    assert threads and threads[0] != threading.get_ident()
-    # The loop kept turning through the half second of validation (a GIL turn is 5 ms).
-    assert longest_gap < 0.2, longest_gap
-    assert ticks > 20
-    assert topic_names(raft) == ["heavy"]
-
-
-def test_an_inline_write_validates_on_the_loop() -> None:
-    raft = LocalRaft()
-    threads: list[int] = []
-
-    async def body(controller: QuorumController) -> int:
-        await controller.write(busy_create_topic("light", 0.0, threads), TopicResponse)
-        return threading.get_ident()
-
-    loop_thread = run(raft, body)
-    assert threads == [loop_thread]
-
-
-def test_a_leadership_change_during_offloaded_validation_validates_again() -> None:
-    raft = LocalRaft()
-    calls: list[str] = []
-
-    async def body(controller: QuorumController) -> None:
-        await controller.write(create_topic("first"), TopicResponse)
-        inner = create_topic("second", calls)
-        changed = False
-
-        def operation(image: MetadataImage) -> ControllerResult[TopicResponse]:
-            nonlocal changed
-            if not changed:
-                changed = True
-                # As a lost and regained leadership does: the controller's listener runs on
-                # the loop and drops the speculative image while this runs on the worker.
-                loop = controller._loop
-                assert loop is not None
-                loop.call_soon_threadsafe(controller._on_leadership, True)
-                time.sleep(0.05)
-            return inner(image)
-
-        result = await controller.write(operation, TopicResponse, offload=True)
-        assert result.committed
-
-    run(raft, body)
-    assert calls == ["second", "second"]  # validated again after the change
-    assert sorted(topic_names(raft)) == ["first", "second"]
-
-
-def test_a_term_past_the_epoch_range_answers_not_controller_not_an_error() -> None:
-    """Issue 24: at term 71776119061217291 every write raised struct.error (HTTP 500)."""
-    raft = LocalRaft()
-    raft._epoch = 71776119061217291  # what one flipped journal byte made the quorum's term
-    calls: list[str] = []
-
-    async def body(controller: QuorumController) -> None:
-        with pytest.raises(ApiException) as error:
-            await controller.write(create_topic("orders", calls), TopicResponse)
-        assert error.value.error is Errors.NOT_CONTROLLER
-        assert "71776119061217291" in error.value.message
-
-    run(raft, body)
-    assert calls == []
-    assert log_records(raft) == []
-
-
-def test_local_raft_fails_a_batch_it_cannot_encode_as_a_proposal_error() -> None:
-    raft = LocalRaft()
-    future = raft.propose([batch([NoOpRecord()], epoch=2**31)])
-    with pytest.raises(ProposalError, match="EPOCH_OUT_OF_RANGE"):
-        future.result(1)
