@@ -44,39 +44,14 @@ __all__ = ["ALL_FAULTS", "FaultEvent", "Nemesis", "PowerCut"]
 
 ALL_FAULTS = ("partition", "halves", "flap", "loss", "delay", "pause", "kill", "power")
 
-_PROBE = textwrap.dedent("""\
-    import json, sys, secrets, urllib.request, urllib.error
-    request = json.load(sys.stdin)
-    acks = []
-    for url in request["urls"]:
-        for n in range(request["writes"]):
-            name = f"minority-probe-{secrets.token_hex(6)}"
-            body = json.dumps({"topics": [{"name": name, "num_partitions": 1,
-                                           "replication_factor": 1}]}).encode()
-            req = urllib.request.Request(url + "/controller/v1/create-topics", data=body,
-                                         headers={**request["headers"],
-                                                  "content-type": "application/json",
-                                                  "Idempotency-Key": secrets.token_hex(16)})
-            try:
-                with urllib.request.urlopen(req, timeout=request["timeout"]) as answer:
-                    topics = json.load(answer).get("topics") or [{}]
-                    if topics[0].get("error_code") == 0:
-                        acks.append({"url": url, "topic": name})
-            except Exception:
-                pass
-    print(json.dumps(acks))
-""")
-
-
-_AVAILABLE = textwrap.dedent("""\
+# Scripts run on the observer host (the test process has no route to the hosts). Both write
+# new topics with the standard library; _WRITE is their shared head.
+_WRITE = textwrap.dedent("""\
     import json, sys, time, secrets, urllib.request
     request = json.load(sys.stdin)
-    started = time.monotonic()
-    attempt = 0
-    while time.monotonic() - started < request["limit"]:
-        url = request["urls"][attempt % len(request["urls"])]
-        attempt += 1
-        name = f"availability-probe-{secrets.token_hex(6)}"
+
+    def write(url, prefix):
+        name = f"{prefix}-{secrets.token_hex(6)}"
         body = json.dumps({"topics": [{"name": name, "num_partitions": 1,
                                        "replication_factor": 1}]}).encode()
         req = urllib.request.Request(url + "/controller/v1/create-topics", data=body,
@@ -86,12 +61,26 @@ _AVAILABLE = textwrap.dedent("""\
         try:
             with urllib.request.urlopen(req, timeout=request["timeout"]) as answer:
                 topics = json.load(answer).get("topics") or [{}]
-                if topics[0].get("error_code") == 0:
-                    print(json.dumps({"seconds": time.monotonic() - started,
-                                      "attempts": attempt, "url": url}))
-                    sys.exit(0)
+                return name if topics[0].get("error_code") == 0 else None
         except Exception:
-            pass
+            return None
+""")
+
+_PROBE = _WRITE + textwrap.dedent("""\
+    acks = [{"url": url, "topic": name} for url in request["urls"]
+            for _ in range(request["writes"]) if (name := write(url, "minority-probe"))]
+    print(json.dumps(acks))
+""")
+
+_AVAILABLE = _WRITE + textwrap.dedent("""\
+    started = time.monotonic()
+    attempt = 0
+    while time.monotonic() - started < request["limit"]:
+        url = request["urls"][attempt % len(request["urls"])]
+        attempt += 1
+        if write(url, "availability-probe"):
+            print(json.dumps({"seconds": time.monotonic() - started, "attempts": attempt}))
+            sys.exit(0)
         time.sleep(request["pause"])
     print(json.dumps({"seconds": None, "attempts": attempt}))
 """)
@@ -155,16 +144,11 @@ class Nemesis:
     def probe_minority(self, node_ids: Sequence[int]) -> list[dict[str, Any]]:
         """Writes sent straight to ``node_ids`` from the observer host; returns those that were
         acknowledged with success (there must be none)."""
-        hosts = self.cluster.hosts
-        assert hosts is not None and self.cluster.observer is not None
-        request = {"urls": [self.cluster.nodes[n].url for n in node_ids],
-                   "headers": self.cluster.headers, "writes": self.probe_writes,
-                   "timeout": 1.5}
-        result = subprocess.run(hosts.command(self.cluster.observer,
-                                              [sys.executable, "-c", _PROBE]),
-                                input=json.dumps(request), capture_output=True, text=True,
-                                timeout=10 + 2 * len(node_ids) * self.probe_writes, check=True)
-        acks: list[dict[str, Any]] = json.loads(result.stdout)
+        result = self._on_observer(_PROBE, {
+            "urls": [self.cluster.nodes[n].url for n in node_ids],
+            "headers": self.cluster.headers, "writes": self.probe_writes, "timeout": 1.5},
+            timeout=10 + 2 * len(node_ids) * self.probe_writes)
+        acks: list[dict[str, Any]] = result
         self.minority_acks.extend(acks)
         return acks
 
@@ -173,17 +157,23 @@ class Nemesis:
         0.5 s per attempt, 50 ms apart) is acknowledged, measured on the observer host from
         now; None if none was within ``limit`` seconds. The measure etcd's failover anchor
         uses (first successful put on a survivor)."""
+        result = self._on_observer(_AVAILABLE, {
+            "urls": [self.cluster.nodes[n].url for n in node_ids],
+            "headers": self.cluster.headers, "limit": limit, "timeout": 0.5, "pause": 0.05},
+            timeout=limit + 15)
+        seconds = result["seconds"]
+        return None if seconds is None else float(seconds)
+
+    def _on_observer(self, script: str, request: dict[str, Any], *, timeout: float) -> Any:
+        """Runs ``script`` on the observer host with ``request`` as JSON on its stdin; returns
+        the JSON it prints."""
         hosts = self.cluster.hosts
         assert hosts is not None and self.cluster.observer is not None
-        request = {"urls": [self.cluster.nodes[n].url for n in node_ids],
-                   "headers": self.cluster.headers, "limit": limit, "timeout": 0.5,
-                   "pause": 0.05}
         result = subprocess.run(hosts.command(self.cluster.observer,
-                                              [sys.executable, "-c", _AVAILABLE]),
+                                              [sys.executable, "-c", script]),
                                 input=json.dumps(request), capture_output=True, text=True,
-                                timeout=limit + 15, check=True)
-        seconds = json.loads(result.stdout)["seconds"]
-        return None if seconds is None else float(seconds)
+                                timeout=timeout, check=True)
+        return json.loads(result.stdout)
 
     def _signal(self, node_id: int, signum: signal.Signals) -> None:
         process = self.cluster.nodes[node_id].process
