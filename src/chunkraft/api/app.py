@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from chunkraft.api import controller_routes, quorum, stream, v3
 from chunkraft.api.authentication import install_authentication
 from chunkraft.api.context import ControllerContext
+from chunkraft.api.direct_routes import install_direct_routes
 from chunkraft.api.errors import install_error_handlers
 from chunkraft.api.limits import install_header_limits
 from chunkraft.api.metrics import install_metrics
@@ -61,7 +62,9 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan)
     app.state.context = context
     install_error_handlers(app)
-    # Middleware runs outermost-last-added: metrics see every answer, 401s included.
+    # Middleware runs outermost-last-added: metrics see every answer, 401s included; the RPC's
+    # write routes are answered innermost, after authentication, without the router.
+    install_direct_routes(app)
     install_authentication(app)
     install_header_limits(app)  # outside authentication: headers are bounded before it reads them
     install_metrics(app)

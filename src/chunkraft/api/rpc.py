@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
+from chunkraft.api.direct_routes import DIRECT_ROUTE_MARK
 from chunkraft.api.errors import ErrorBody, error_response, validation_message
 from chunkraft.api.forwarding import (
     FORWARDED_HEADER,
@@ -225,6 +226,8 @@ def add_write_route(
                             headers={OFFSET_HEADER: str(outcome.offset)})
         return _json(outcome.response, outcome.offset)
 
+    # It takes the request alone and returns a whole Response: DirectRoutes may call it.
+    setattr(handler, DIRECT_ROUTE_MARK, True)
     router.add_api_route(path, handler, methods=["POST"], summary=summary,
                          response_model=None, openapi_extra=_body_schema(request_model),
                          responses=_responses(response_model))
