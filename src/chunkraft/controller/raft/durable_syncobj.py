@@ -14,7 +14,11 @@ This subclass, used with ``durable_journal.DurableJournal``:
   tick received (group commit);
 - syncs the journal at the start of every tick, before pysyncobj's commit loop counts the
   leader's own entries, and right after a new leader appends its no-op (a one-node cluster
-  could otherwise commit it in the same tick).
+  could otherwise commit it in the same tick);
+- on the leader, also syncs right after the tick appended proposals and sent them: the leader's
+  fdatasync then runs while the followers receive, append and sync the same entries, instead of
+  after their acknowledgements arrive (the sync at the start of the next tick finds nothing
+  left to do).
 
 It also drops, and logs, every message carrying a term outside 0..MAX_EPOCH (``term_range.py``,
 issue 24) before pysyncobj reads it: such a term is never adopted, voted for or appended. And a
@@ -153,6 +157,10 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
             self.commands_refused += self._fail_queued_commands()
             return
         super()._checkCommandsToApply()
+        if self._journal_unsynced():
+            # The proposals just appended went out to the followers already: sync now, in
+            # parallel with theirs (see the module docstring).
+            self._SyncObj__raftLog.sync()
 
     def _fail_queued_commands(self) -> int:
         commands = self._SyncObj__commandsQueue

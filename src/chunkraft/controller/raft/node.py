@@ -151,9 +151,9 @@ class RaftNode:
     Durability (``docs/controller.md``): term and vote are fsynced, with a CRC, before any message
     that depends on them is sent; a follower fdatasyncs its journal before it acknowledges
     entries, and the leader before it counts its own entries toward a commit
-    (``durable_syncobj.py``); an outcome is handed back only after this node has synced its
-    journal again after applying. Thread-safe: proposals, status and the state machine's readers may
-    run in any thread; everything else runs in pysyncobj's tick thread.
+    (``durable_syncobj.py``); so an outcome, handed back as soon as its entry is applied, is on
+    the disk of a majority, this node's included. Thread-safe: proposals, status and the state
+    machine's readers may run in any thread; everything else runs in pysyncobj's tick thread.
     """
 
     def __init__(self, settings: RaftSettings) -> None:
@@ -163,18 +163,12 @@ class RaftNode:
         self._address_to_id = {address: node for node, address in settings.voters.items()}
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
-        self._done: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
-        self._done_lock = threading.Lock()
-        self._applied_since_flush = False
+        self._applied_since_tick = False
         self._closed = False
         self._exit: Callable[[int], NoReturn] = os._exit  # the fail-stop; replaced in tests
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
-        self._journal_file: CheckedFileJournal | None = None
-        self._to_flush: list[tuple[Future[tuple[BatchOutcome, ...]], Any, int]] = []
-        self._flush_wanted = False
-        self._flush_lock = threading.Condition()
         # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
         # that misses an election timeout of ticks starts an election, a leader loses followers.
         self.ticks = TickWatch(settings.election_timeout_max, on_stall=self._log_stall)
@@ -222,11 +216,7 @@ class RaftNode:
             syncobj = self._syncobj
             journal.last_applied = lambda: int(syncobj.raftLastApplied)
             journal.on_applied_truncation = self._fail_stop
-            self._journal_file = journal.file  # DurableJournal's, through the wrapper
         self._syncobj.addOnTickCallback(self._after_tick)
-        self._flush_thread = threading.Thread(target=self._flusher, name="chunkraft-flush",
-                                              daemon=True)
-        self._flush_thread.start()
 
     def _check_files(self) -> None:
         """Refuses to start on a torn or corrupt journal, dump or term/vote file
@@ -266,7 +256,7 @@ class RaftNode:
     # ------------------------------------------------------------------ tick thread
 
     def _apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
-        self._applied_since_flush = True
+        self._applied_since_tick = True
         self._bytes_since_dump += len(payload)
         return self.state_machine.apply_entry(payload)
 
@@ -407,11 +397,19 @@ class RaftNode:
             for listener in self._leadership_listeners:
                 _call_safely(listener, is_leader)
 
-    def _on_result(
-        self, future: Future[tuple[BatchOutcome, ...]], result: Any, error: int
-    ) -> None:
-        with self._done_lock:
-            self._done.append((future, result, error))
+    @staticmethod
+    def _on_result(future: Future[tuple[BatchOutcome, ...]], result: Any, error: int) -> None:
+        """Settles a proposal's future as soon as pysyncobj reports its entry applied (or
+        failed), in whichever thread reports it: the writer's loop starts on the answer while
+        this tick goes on. No sync is needed first: an applied entry was committed, and the
+        leader counts its own entries toward a commit only once they are on its disk
+        (``durable_syncobj.py``), as a follower acknowledges them only then."""
+        if future.done():
+            return
+        if error == FAIL_REASON.SUCCESS:
+            future.set_result(result)
+        else:
+            future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
 
     def _log_stall(self, gap: float) -> None:
         logger.warning("the Raft thread did not tick for %.3f s (election timeout %.2f-%.2f s): "
@@ -421,57 +419,14 @@ class RaftNode:
 
     def _after_tick(self) -> None:
         self.ticks.tick()
-        with self._done_lock:
-            done, self._done = self._done, []
-        applied = self._applied_since_flush
-        self._applied_since_flush = False
-        if applied or done:
-            # The flush is disk I/O: the flusher thread does it and then hands the outcomes
-            # back, so this (Raft) thread keeps answering its peers meanwhile.
-            with self._flush_lock:
-                self._to_flush.extend(done)
-                self._flush_wanted = True
-                self._flush_lock.notify()
+        applied = self._applied_since_tick
+        self._applied_since_tick = False
         if applied:
             for listener in self._apply_listeners:
                 _call_safely(listener)
             if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
                     and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
                 self._syncobj.forceLogCompaction()
-
-    def _flusher(self) -> None:
-        """Flushes the journal to disk, then resolves the proposals applied before the flush:
-        nothing is acknowledged that is only in the page cache. One flush covers every entry
-        applied since the previous one (group commit for the disk)."""
-        while True:
-            with self._flush_lock:
-                while not self._flush_wanted and not self._closed:
-                    self._flush_lock.wait()
-                if self._closed and not self._flush_wanted:
-                    return
-                done, self._to_flush = self._to_flush, []
-                self._flush_wanted = False
-            try:
-                self._flush_journal()
-            except OSError:
-                logger.exception("flushing the Raft journal failed; answering unknown outcomes")
-                for future, _result, _error in done:
-                    if not future.done():
-                        future.set_exception(ProposalError("JOURNAL_FLUSH_FAILED"))
-                continue
-            for future, result, error in done:
-                if future.done():
-                    continue
-                if error == FAIL_REASON.SUCCESS:
-                    future.set_result(result)
-                else:
-                    future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
-
-    def _flush_journal(self) -> None:
-        """fdatasync the journal file (its ``sync`` is the one method any thread may call: it
-        follows the file across the rename of a compaction)."""
-        if self._journal_file is not None:
-            self._journal_file.sync()
 
     # ------------------------------------------------------------------ any thread
 
@@ -575,9 +530,6 @@ class RaftNode:
             return
         self._closed = True
         self._syncobj.destroy_synchronous()
-        with self._flush_lock:
-            self._flush_lock.notify()
-        self._flush_thread.join(timeout=10)
 
 
 def _call_safely(listener: Callable[..., None], *args: Any) -> None:

@@ -132,6 +132,36 @@ def test_every_tick_syncs_before_pysyncobjs_commit_loop(monkeypatch: pytest.Monk
     assert events == ["fdatasync through 2", "pysyncobj tick"]
 
 
+def test_a_leader_syncs_the_proposals_it_appended_before_its_tick_waits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leader's fdatasync runs while the followers handle the entries it just sent, not
+    after their acknowledgements arrive; the next tick's sync then has nothing left to do."""
+    events: list[str] = []
+    node, journal = _node(events)
+    node._SyncObj__raftState = 2  # the leader
+
+    def append_and_send(self: Any) -> None:
+        journal.add(2)
+        events.append("send append_entries 2")
+
+    monkeypatch.setattr(SyncObj, "_checkCommandsToApply", append_and_send)
+    monkeypatch.setattr(SyncObj, "_isLeader", lambda self: True)
+    node._checkCommandsToApply()
+    assert events == ["send append_entries 2", "fdatasync through 2"]
+    monkeypatch.setattr(SyncObj, "_onTick", lambda self, timeToWait=0.0: None)
+    node._onTick(0.0)
+    assert events == ["send append_entries 2", "fdatasync through 2"]
+
+
+def test_a_leader_with_nothing_to_propose_does_not_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    node, _journal = _node(events)
+    monkeypatch.setattr(SyncObj, "_checkCommandsToApply", lambda self: None)
+    monkeypatch.setattr(SyncObj, "_isLeader", lambda self: True)
+    node._checkCommandsToApply()
+    assert events == []
+
+
 def test_a_new_leader_syncs_its_no_op_before_its_first_commit_loop(
         monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []

@@ -26,6 +26,7 @@ def _node(leader: bool, commands: list[Any]) -> DurableSyncObj:
     for command in commands:
         queue.put_nowait(command)
     node._SyncObj__commandsQueue = queue
+    node._SyncObj__raftLog = []  # pysyncobj's in-memory journal: nothing to sync
     node._isLeader = lambda: leader  # type: ignore[method-assign]
     return node
 
