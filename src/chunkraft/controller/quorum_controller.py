@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import functools
 import hashlib
 import logging
@@ -43,6 +42,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
+from chunkraft.controller.offset_waiters import OffsetWaiters
 from chunkraft.controller.raft.entry import (
     ANY_OFFSET,
     IDEMPOTENCY_KEY_SIZE,
@@ -175,9 +175,7 @@ class QuorumController:
         self._in_flight = 0
         self._drained = asyncio.Event()
         self._drained.set()
-        self._applied = asyncio.Condition()
-        self._notify_scheduled = False
-        self._notify_task: asyncio.Future[None] | None = None
+        self._offset_waiters = OffsetWaiters(lambda: self.image.offset)
         self.leader_changes = 0
         self.leadership_listeners: list[Callable[[bool], None]] = []
         # One thread: operations validate one at a time anyway (the write lock), and a second
@@ -193,7 +191,7 @@ class QuorumController:
         loop = self._loop
 
         def applied() -> None:
-            loop.call_soon_threadsafe(self._schedule_notify)
+            loop.call_soon_threadsafe(self._offset_waiters.wake)
 
         def leadership(leader: bool) -> None:
             loop.call_soon_threadsafe(self._on_leadership, leader)
@@ -207,17 +205,6 @@ class QuorumController:
         logger.info("node %d %s leadership", self.raft.node_id, "gained" if leader else "lost")
         for listener in self.leadership_listeners:
             listener(leader)
-
-    def _schedule_notify(self) -> None:
-        # Many entries can apply per loop turn; wake the readers once for all of them.
-        if not self._notify_scheduled:
-            self._notify_scheduled = True
-            self._notify_task = asyncio.ensure_future(self._notify_applied())
-
-    async def _notify_applied(self) -> None:
-        self._notify_scheduled = False
-        async with self._applied:
-            self._applied.notify_all()
 
     # ------------------------------------------------------------------ reads
 
@@ -244,17 +231,7 @@ class QuorumController:
 
     async def wait_for_offset(self, offset: int, timeout: float) -> bool:
         """Waits until this node has applied ``offset``; False if it has not within ``timeout``."""
-        if self.image.offset >= offset:
-            return True
-        deadline = time.monotonic() + timeout
-        async with self._applied:
-            while self.image.offset < offset:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._applied.wait(), remaining)
-        return True
+        return await self._offset_waiters.wait(offset, timeout)
 
     async def read_after(
         self, offset: int, *, max_records: int, max_bytes: int, wait: float

@@ -128,7 +128,9 @@ class RaftLog(Protocol):
 
     def status(self) -> QuorumStatus: ...
 
-    def add_apply_listener(self, listener: Callable[[], None]) -> None: ...
+    def add_apply_listener(self, listener: Callable[[], None]) -> None:
+        """``listener()`` is called (in the Raft thread) right after each applied entry; it
+        must return quickly (what it raises is logged and dropped)."""
 
     def add_leadership_listener(self, listener: Callable[[bool], None]) -> None: ...
 

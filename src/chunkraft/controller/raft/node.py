@@ -163,7 +163,6 @@ class RaftNode:
         self._address_to_id = {address: node for node, address in settings.voters.items()}
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
-        self._applied_since_tick = False
         self._closed = False
         self._exit: Callable[[int], NoReturn] = os._exit  # the fail-stop; replaced in tests
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
@@ -256,9 +255,14 @@ class RaftNode:
     # ------------------------------------------------------------------ tick thread
 
     def _apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
-        self._applied_since_tick = True
         self._bytes_since_dump += len(payload)
-        return self.state_machine.apply_entry(payload)
+        outcomes = self.state_machine.apply_entry(payload)
+        # Told at once, not at the end of the tick: the rest of the tick (the commit index to
+        # the followers, the next proposals and their sync) would delay every long poll of
+        # the metadata stream that waits for this entry (issue 17, propagation).
+        for listener in self._apply_listeners:
+            _call_safely(listener)
+        return outcomes
 
     # A dump of a large image takes seconds to write; pysyncobj would write it in its tick thread
     # and stop heartbeats meanwhile. So the "serializer" only puts a placeholder where pysyncobj
@@ -419,14 +423,9 @@ class RaftNode:
 
     def _after_tick(self) -> None:
         self.ticks.tick()
-        applied = self._applied_since_tick
-        self._applied_since_tick = False
-        if applied:
-            for listener in self._apply_listeners:
-                _call_safely(listener)
-            if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
-                    and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
-                self._syncobj.forceLogCompaction()
+        if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
+                and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
+            self._syncobj.forceLogCompaction()
 
     # ------------------------------------------------------------------ any thread
 
