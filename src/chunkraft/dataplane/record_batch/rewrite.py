@@ -1,0 +1,131 @@
+"""Rewriting v2 batches: a leader's in-place base offset and epoch, key-range filtering, emptying.
+
+Pure functions (``rewrite_base`` writes only into the buffer it is given), safe from any thread.
+"""
+
+from __future__ import annotations
+
+from chunkraft.dataplane.murmur2 import positive_hash
+from chunkraft.dataplane.record_batch.build import _assemble
+from chunkraft.dataplane.record_batch.layout import (
+    _BASE,
+    _BUFFER,
+    _EPOCH,
+    BATCH_HEADER_SIZE,
+    MAX_OFFSET,
+    Buffer,
+    UnsupportedCompressionError,
+)
+from chunkraft.dataplane.record_batch.read import parse_header
+from chunkraft.dataplane.record_batch.varint import _read_varint
+from chunkraft.errors import CorruptBatchError
+
+__all__ = ["filter_by_key_hash", "rewrite_base", "without_records"]
+
+
+def rewrite_base(
+    view: bytearray | memoryview, base_offset: int, partition_leader_epoch: int
+) -> None:
+    """Set the batch's base offset and partition leader epoch in place.
+
+    Both fields are outside the CRC, so the batch stays valid; ``view`` must be writable and
+    start at the batch. A base offset outside ``0 .. MAX_OFFSET`` raises CorruptBatchError
+    (it cannot be written; callers check their offsets first, this keeps a struct.error from
+    ever reaching a client).
+    """
+    if not 0 <= base_offset <= MAX_OFFSET:
+        raise CorruptBatchError(f"base offset {base_offset} is outside 0..{MAX_OFFSET}",
+                                _BUFFER, 0)
+    _BASE.pack_into(view, 0, base_offset)
+    _EPOCH.pack_into(view, 12, partition_leader_epoch)
+
+
+def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
+    """The batch with only the records whose positive murmur2 key hash is in ``[lo, hi]``.
+
+    A null key hashes as 0. Kept records keep their offsets and timestamps (their bytes are
+    copied unchanged, base offset, base and max timestamp and ``lastOffsetDelta`` stay, so the
+    batch still ends at the same offset), the record count and CRC are recomputed. A control
+    batch is returned whole. Returns None when no record is left, the original bytes when all
+    are kept. Does not check the CRC of the input.
+    """
+    data = bytes(view)
+    header = parse_header(data)
+    if header.is_control:
+        return data
+    if header.compression:
+        raise UnsupportedCompressionError(
+            f"compression codec {header.compression} is not supported", _BUFFER, 21
+        )
+    kept: list[bytes] = []
+    read = _read_varint
+    pos = BATCH_HEADER_SIZE
+    end = len(data)
+    try:
+        for _ in range(header.record_count):
+            start = pos
+            length, pos = read(data, pos)
+            record_end = pos + length
+            if length < 0 or record_end > end:
+                raise CorruptBatchError(
+                    f"record length {length} overruns the batch", _BUFFER, start
+                )
+            _ts, p = read(data, pos + 1)
+            _od, p = read(data, p)
+            key_length, p = read(data, p)
+            if key_length == -1:
+                key_hash = 0
+            elif key_length < 0 or p + key_length > record_end:
+                raise ValueError(f"key length {key_length}")
+            else:
+                key_hash = positive_hash(data[p : p + key_length])
+            if lo <= key_hash <= hi:
+                kept.append(data[start:record_end])
+            pos = record_end
+    except (IndexError, ValueError) as e:
+        raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
+    if pos != end:
+        raise CorruptBatchError(
+            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
+        )
+    if not kept:
+        return None
+    if len(kept) == header.record_count:
+        return data
+    return _assemble(
+        b"".join(kept),
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        record_count=len(kept),
+    )
+
+
+def without_records(view: Buffer) -> bytes:
+    """The batch's header with no records: record count 0 and a new CRC, the same base offset
+    and ``lastOffsetDelta``, so the offsets it spans stay accounted for.
+
+    A key-range fetch answers a batch none of whose records matched this way, as Kafka keeps an
+    emptied batch after compaction: a reader moves past ``last_offset`` instead of fetching the
+    same offsets again."""
+    header = parse_header(view)
+    return _assemble(
+        b"",
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        record_count=0,
+    )
+

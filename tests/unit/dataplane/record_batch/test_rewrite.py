@@ -1,0 +1,85 @@
+"""Rewriting v2 batches (``record_batch.rewrite``): base offset in place, key ranges, emptying."""
+
+from __future__ import annotations
+
+import pytest
+
+from chunkraft.dataplane.murmur2 import positive_hash
+from chunkraft.dataplane.record_batch import (
+    BATCH_HEADER_SIZE,
+    build_batch,
+    build_control_batch,
+    decode_records,
+    filter_by_key_hash,
+    parse_header,
+    rewrite_base,
+    validate_batch,
+    without_records,
+)
+from tests.unit.dataplane.record_batch.batches import (
+    small_batch,
+)
+
+
+def test_rewrite_base_in_place_keeps_crc() -> None:
+    buf = bytearray(small_batch(2) + small_batch(3))
+    second = memoryview(buf)[len(small_batch(2)) :]
+    rewrite_base(second, 1_000, 42)
+    header = validate_batch(second)
+    assert (header.base_offset, header.partition_leader_epoch) == (1_000, 42)
+    assert [r.offset for r in decode_records(second)] == [1_000, 1_001, 1_002]
+    rewrite_base(buf, 7, 1)
+    assert parse_header(buf).base_offset == 7
+    with pytest.raises(TypeError):
+        rewrite_base(memoryview(small_batch()), 1, 1)  # read-only
+
+
+def test_filter_by_key_hash() -> None:
+    keys = [b"alpha", b"beta", b"gamma", b"delta", None]
+    data = build_batch(
+        [(k, b"v", 500 + i) for i, k in enumerate(keys)],
+        base_offset=100,
+        producer_id=3,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    hashes = [0 if k is None else positive_hash(k) for k in keys]
+    mid = sorted(hashes)[2]
+    filtered = filter_by_key_hash(data, 0, mid)
+    assert filtered is not None
+    header = validate_batch(filtered, deep=True)
+    original = parse_header(data)
+    assert header.last_offset == original.last_offset == 104
+    assert header.base_sequence == 0 and header.producer_id == 3
+    assert (header.base_timestamp, header.max_timestamp) == (500, 504)
+    kept = decode_records(filtered)
+    assert [r.offset for r in kept] == [100 + i for i, h in enumerate(hashes) if h <= mid]
+    assert [r.timestamp for r in kept] == [500 + i for i, h in enumerate(hashes) if h <= mid]
+    assert header.record_count == len(kept) == 3
+    assert filter_by_key_hash(data, 0, 2**31 - 1) == data
+    nothing = filter_by_key_hash(data, 1, 0)
+    assert nothing is None
+    # the null key hashes as 0
+    only_null = filter_by_key_hash(data, 0, 0)
+    assert only_null is not None
+    assert [r.key for r in decode_records(only_null)] == [None]
+
+
+def test_filter_keeps_control_batches_whole() -> None:
+    marker = build_control_batch(True, producer_id=1, producer_epoch=0, timestamp_ms=5)
+    assert filter_by_key_hash(marker, 1, 1) == marker
+
+
+def test_a_batch_without_records_keeps_its_offsets_and_is_valid() -> None:
+    original = build_batch([(b"k%d" % i, b"v", 1_000 + i) for i in range(5)], base_offset=40,
+                           producer_id=7, producer_epoch=1, base_sequence=3,
+                           partition_leader_epoch=2)
+    emptied = without_records(original)
+    header = validate_batch(emptied, deep=True)
+    before = parse_header(original)
+    assert (header.base_offset, header.last_offset, header.next_offset) == (40, 44, 45)
+    assert header.record_count == 0 and len(emptied) == BATCH_HEADER_SIZE
+    assert (header.producer_id, header.producer_epoch, header.base_sequence,
+            header.partition_leader_epoch) == (7, 1, 3, 2)
+    assert header.max_timestamp == before.max_timestamp
+    assert decode_records(emptied) == []
