@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.broker_agent.storage.checkpoint import read_offset
-from chunkraft.broker_agent.storage.unified_log import HIGH_WATERMARK_CHECKPOINT, UnifiedLog
+from chunkraft.broker_agent.storage.log_state import HIGH_WATERMARK_CHECKPOINT
+from chunkraft.broker_agent.storage.unified_log import UnifiedLog
 from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, produce
 
 

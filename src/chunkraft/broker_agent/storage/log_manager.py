@@ -16,7 +16,8 @@ from pathlib import Path
 from chunkraft.broker_agent.storage.checkpoint import fsync_dir, read_text
 from chunkraft.broker_agent.storage.config import LogConfig, wall_clock_ms
 from chunkraft.broker_agent.storage.errors import InconsistentTopicIdError
-from chunkraft.broker_agent.storage.unified_log import PARTITION_METADATA, UnifiedLog
+from chunkraft.broker_agent.storage.log_state import PARTITION_METADATA
+from chunkraft.broker_agent.storage.unified_log import UnifiedLog
 
 __all__ = ["LogManager", "log_dir_name", "parse_log_dir_name"]
 

@@ -11,7 +11,7 @@ import pytest
 from chunkraft.dataplane.record_batch import MAX_OFFSET, build_batch, rewrite_base
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.errors import CorruptBatchError
-from tests.unit.broker_agent.storage.test_unified_log import batch, open_log
+from tests.unit.broker_agent.storage.log_support import batch, open_log
 
 
 def test_the_last_offset_a_log_stores_is_max_offset_minus_one(tmp_path: Path) -> None:
