@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from chunkraft.client.producer import Producer
 from chunkraft.dataplane.record_batch import decode_records, iter_batches
 from chunkraft.error_codes import Errors
 
@@ -184,3 +185,19 @@ def once(path: str, outcome: Callable[[dict[str, Any]], httpx.Response | Excepti
         return outcome(body)
 
     return script
+
+
+def make(cluster: FakeCluster, **options: Any) -> Producer:
+    options.setdefault("retry_backoff_ms", 5)
+    return Producer([cluster.url(0)], transport=cluster.transport(),
+                    async_transport=cluster.transport(), **options)
+
+
+def error_answer(code: Errors) -> Any:
+    def answer(body: dict[str, Any]) -> httpx.Response:
+        return httpx.Response(200, json={"topics": [
+            {"name": t["name"], "partitions": [
+                {"index": p["index"], "error_code": code.code} for p in t["partitions"]]}
+            for t in body["topics"]]})
+
+    return answer
