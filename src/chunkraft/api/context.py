@@ -72,7 +72,10 @@ class ControllerContext:
             return self._client
         if not self._pool:
             limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
-            verify: ssl.SSLContext | bool = self.ssl_context or True
+            # One TLS context for all of them: each default one loads the system's CA bundle
+            # (about 50 ms, 0.25 s on a busy host), which held the loop for seconds at the
+            # first forwarded write when every client built its own (issue 17's profile).
+            verify = self.ssl_context or ssl.create_default_context()
             self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits,
                                             verify=verify)
                           for _ in range(FORWARDING_CLIENTS)]
