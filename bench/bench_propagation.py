@@ -19,6 +19,9 @@ holding it (its metadata follower, after the ReplicaManager ran):
 Each broker reports its last batches (``GET /broker/v1/metadata-stats?samples=N``: base offset,
 append time, applied time). All processes share the host's clock.
 
+``--profile DIR``: ``py-spy record`` samples the controller leader and broker 0 during each
+run (collapsed stacks, one file per process and run, in DIR; py-spy must be on PATH).
+
 Prints one JSON line per run; does not write bench/RESULTS.md. Only signals processes it
 started (LocalCluster, by PID). Target: p99 <= 50 ms at 100 operations/s.
 """
@@ -29,8 +32,10 @@ import argparse
 import asyncio
 import bisect
 import os
+import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -132,14 +137,37 @@ def wait_applied(cluster: LocalCluster, offset: int, timeout: float = 60.0) -> N
     raise TimeoutError(f"the brokers did not reach offset {offset}")
 
 
-def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float) -> None:
+def start_profiles(cluster: LocalCluster, leader: int, directory: Path, tag: str,
+                   seconds: float) -> list[subprocess.Popen[bytes]]:
+    """py-spy on the controller leader and broker 0 for ``seconds`` (see the module doc)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    targets = {"leader": cluster.nodes[leader].process,
+               "broker0": cluster.broker_nodes[0].process}
+    spies = []
+    for name, process in targets.items():
+        if process is None:
+            continue
+        spies.append(subprocess.Popen(
+            ["py-spy", "record", "--pid", str(process.pid), "--format", "raw", "--threads",
+             "--rate", "200", "--duration", str(int(seconds) + 1),
+             "--output", str(directory / f"{tag}-{name}.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return spies
+
+
+def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
+            profile: Path | None = None) -> None:
     leader = cluster.leader_id()
     if leader is None:
         raise RuntimeError("no leader")
     window_start_ms = time.time() * 1000
     acks: list[tuple[int, float]] = []
+    spies = ([] if profile is None else
+             start_profiles(cluster, leader, profile, f"{rate}x{per_request}", seconds))
     client = asyncio.run(drive(cluster.nodes[leader].url, cluster.headers, rate, per_request,
                                seconds, f"prop-{rate}-{per_request}", acks))
+    for spy in spies:
+        spy.wait(timeout=seconds + 60)
     wait_applied(cluster, client["last_offset"])
     applied: dict[int, list[float]] = {}
     appended: dict[int, float] = {}
@@ -176,7 +204,12 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--runs", default=",".join(f"{r}x{k}" for r, k in RUNS),
                         help="RATExPER_REQUEST, comma-separated (default: %(default)s)")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="py-spy the leader and broker 0 into this directory")
     args = parser.parse_args()
+    if args.profile is not None and shutil.which("py-spy") is None:
+        print("--profile needs py-spy on PATH (pip install py-spy)", file=sys.stderr)
+        return 2
     runs = [tuple(int(n) for n in item.split("x")) for item in args.runs.split(",")]
     # SIGTERM (a timeout) must still run the finally below: the cluster is ours to stop.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
@@ -189,7 +222,7 @@ def main() -> int:
         cluster.start_brokers()
         cluster.wait_brokers_ready(timeout=60)
         for rate, per_request in runs:
-            measure(cluster, rate, per_request, args.seconds)
+            measure(cluster, rate, per_request, args.seconds, args.profile)
     finally:
         cluster.stop_brokers(timeout=30)
         cluster.stop()
