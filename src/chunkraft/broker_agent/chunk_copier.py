@@ -12,7 +12,6 @@ broker (or applying the same delta again) never copies twice.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import zlib
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from chunkraft.broker_agent.peer_client import PeerClientLike, PeerUnavailable
 from chunkraft.broker_agent.throttle import Throttle
 from chunkraft.dataplane.record_batch import iter_batches
 from chunkraft.protocol.data_plane import FetchPartition, FetchRequest, FetchTopic
+from chunkraft.protocol.record_bytes import RecordData
 
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
@@ -68,7 +68,7 @@ def first_missing_offset(log_: UnifiedLog, first: int, last: int) -> int:
 
 
 
-def trim_batches(data: bytes, first: int, last: int) -> bytes:
+def trim_batches(data: RecordData, first: int, last: int) -> bytes:
     """Only the batches holding offsets of ``first .. last`` (whole batches)."""
     out: list[bytes] = []
     for header, view in iter_batches(data):
@@ -154,7 +154,7 @@ async def run_copy(job: CopyJob, peers: PeerClientLike, throttle: Throttle,
             attempt += 1
             await asyncio.sleep(job.backoff_s)
             continue
-        data = trim_batches(base64.b64decode(answer.records), position, job.last)
+        data = trim_batches(answer.records, position, job.last)
         if answer.error_code != 0 or not data:
             log.info("copy of %s-%d at %d from broker %d: error %d, %d bytes", job.topic,
                      job.partition, position, source, answer.error_code, len(data))

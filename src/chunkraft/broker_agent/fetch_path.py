@@ -25,7 +25,6 @@ high-watermark move on one of its partitions, then reads again.
 from __future__ import annotations
 
 import asyncio
-import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -89,7 +88,7 @@ def _answer(index: int, offsets: _Offsets = _NO_OFFSETS, *, error: Errors = Erro
         high_watermark=offsets.high_watermark, last_stable_offset=offsets.last_stable_offset,
         log_start_offset=offsets.log_start_offset, log_end_offset=offsets.log_end_offset,
         chunk_stop_offset=offsets.chunk_stop_offset, aborted_transactions=aborted,
-        diverging_epoch=diverging, records=base64.b64encode(records).decode())
+        diverging_epoch=diverging, records=records)
 
 
 def _error(index: int, error: Errors, message: str | None = None,
@@ -268,7 +267,7 @@ def _read_all(rm: ReplicaHost, request: FetchRequest, first_pass: bool
                 answer = _error(want.partition, failure, message)
             answers.append(answer)
             failed = failed or answer.error_code != 0 or answer.diverging_epoch is not None
-            size += len(answer.records) * 3 // 4
+            size += len(answer.records)
             partition = rm.partitions.get((topic.topic, want.partition))
             if partition is not None:
                 watched.append(partition)

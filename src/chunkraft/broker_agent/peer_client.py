@@ -2,7 +2,8 @@
 
 :class:`PeerClientLike` is the seam the ReplicaManager uses; :class:`HttpPeerClient` posts the
 data-plane messages to the peer's ``/broker/v1/fetch`` and ``/broker/v1/offsets-for-leader-epoch``
-with this broker's bearer token; tests wire brokers together in memory instead.
+with this broker's bearer token (a fetch asks for its answer as a batch frame, so the record
+batches arrive raw, as views of the body); tests wire brokers together in memory instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import httpx
 
 from chunkraft.broker_endpoints import broker_url
 from chunkraft.controller.image import MetadataImage
+from chunkraft.protocol.batch_frame import ACCEPT_FRAME, decode_answer
 from chunkraft.protocol.data_plane import (
     FetchRequest,
     FetchResponse,
@@ -80,11 +82,12 @@ class HttpPeerClient:
             raise PeerUnavailable(f"broker {broker_id} is not registered with a listener")
         return url
 
-    async def _post(self, broker_id: int, path: str, body: str) -> Any:
+    async def _post(self, broker_id: int, path: str, body: bytes) -> httpx.Response:
         url = self._url(broker_id) + path
         try:
             answer = await self._client.post(
-                url, content=body, headers={"content-type": "application/json"}
+                url, content=body,
+                headers={"content-type": "application/json", "accept": ACCEPT_FRAME},
             )
         except httpx.HTTPError as error:
             raise PeerUnavailable(f"broker {broker_id} at {url}: {error!r}") from error
@@ -93,23 +96,22 @@ class HttpPeerClient:
                 f"broker {broker_id} at {url} answered HTTP {answer.status_code}: "
                 f"{answer.text[:200]}"
             )
-        return answer.content
+        return answer
 
     async def fetch(self, broker_id: int, request: FetchRequest) -> FetchResponse:
-        content = await self._post(broker_id, FETCH_PATH, request.model_dump_json())
+        answer = await self._post(broker_id, FETCH_PATH, _json(request))
         try:
-            return FetchResponse.model_validate_json(content)
+            return decode_answer(answer.content, answer.headers.get("content-type"),
+                                 FetchResponse)
         except ValueError as error:
             raise PeerUnavailable(f"broker {broker_id}: bad fetch answer: {error}") from error
 
     async def offsets_for_leader_epoch(
         self, broker_id: int, request: OffsetForLeaderEpochRequest
     ) -> OffsetForLeaderEpochResponse:
-        content = await self._post(
-            broker_id, OFFSETS_FOR_LEADER_EPOCH_PATH, request.model_dump_json()
-        )
+        answer = await self._post(broker_id, OFFSETS_FOR_LEADER_EPOCH_PATH, _json(request))
         try:
-            return OffsetForLeaderEpochResponse.model_validate_json(content)
+            return OffsetForLeaderEpochResponse.model_validate_json(answer.content)
         except ValueError as error:
             raise PeerUnavailable(
                 f"broker {broker_id}: bad OffsetsForLeaderEpoch answer: {error}"
@@ -117,3 +119,7 @@ class HttpPeerClient:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def _json(request: FetchRequest | OffsetForLeaderEpochRequest) -> bytes:
+    return type(request).__pydantic_serializer__.to_json(request)

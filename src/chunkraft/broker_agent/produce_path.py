@@ -21,8 +21,6 @@ KAFKA_STORAGE_ERROR with one log line (``failures``); the other partitions are u
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 
 from chunkraft.broker_agent.failures import failed
 from chunkraft.broker_agent.partition import Partition
@@ -41,6 +39,7 @@ from chunkraft.protocol.data_plane import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from chunkraft.protocol.record_bytes import RecordData
 
 __all__ = ["produce", "write_txn_markers"]
 
@@ -159,14 +158,9 @@ async def produce(rm: ReplicaHost, request: ProduceRequest) -> ProduceResponse:
         for topic, results in zip(request.topics, answers, strict=True)))
 
 
-def _append(rm: ReplicaHost, partition: Partition, index: int, records: str
+def _append(rm: ReplicaHost, partition: Partition, index: int, data: RecordData
             ) -> tuple[ProducePartitionResponse, int]:
     """One partition's append on the leader: its answer and the last offset appended."""
-    try:
-        data = base64.b64decode(records, validate=True)
-    except (binascii.Error, ValueError):
-        return ProducePartitionResponse(index=index, error_code=Errors.CORRUPT_MESSAGE.code,
-                                        error_message="records is not base64"), -1
     log_ = partition.log
     try:
         info = log_.append_as_leader(data, partition.leader_epoch, now_ms=rm.time_ms())

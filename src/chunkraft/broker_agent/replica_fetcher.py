@@ -13,7 +13,6 @@ leader's high watermark (capped at its own log end, never lowered).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
@@ -161,7 +160,7 @@ def _apply_answer(job: FollowerJob, target: UnifiedLog, answer: FetchPartitionRe
         return True
     changed = False
     if answer.records:
-        data = base64.b64decode(answer.records)
+        data = answer.records
         if data:
             target.append_as_follower(data)
             changed = True

@@ -7,15 +7,17 @@ failure raises httpx's error. There are no retries: which broker to ask (the lea
 partition's active chunk, an in-sync replica of an inactive chunk) is the caller's to know from
 the metadata.
 
+Produce requests travel as batch frames (``protocol.batch_frame``: the record batches as raw
+bytes), and fetch answers are asked for as frames; the other calls are JSON.
+
 Helpers build and read record data: :func:`produce_request` puts records in one v2 batch
-(``dataplane.record_batch.build_batch``, base64); :func:`decode_partition` and
+(``dataplane.record_batch.build_batch``); :func:`decode_partition` and
 :func:`decode_fetch` turn a fetch answer back into records, skipping control records and, when
 the fetch was read_committed, the batches of aborted transactions (Kafka's consumer rule).
 """
 
 from __future__ import annotations
 
-import base64
 import ssl
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
@@ -33,6 +35,7 @@ from chunkraft.dataplane.record_batch import (
     iter_batches,
 )
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import ACCEPT_FRAME, MEDIA_TYPE, decode_answer, frame_bytes
 from chunkraft.protocol.chunks import CreateChunksResponse
 from chunkraft.protocol.data_plane import (
     BrokerStatus,
@@ -104,8 +107,7 @@ def produce_request(topic: str, partition: int, partition_count: int,
     return ProduceRequest(
         transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
         topics=(ProduceTopicData(name=topic, partition_count=partition_count, partitions=(
-            ProducePartitionData(index=partition,
-                                 records=base64.b64encode(batch).decode("ascii")),)),))
+            ProducePartitionData(index=partition, records=batch),)),))
 
 
 def fetch_request(topic: str, partition: int, offset: int, *, max_bytes: int = 1024 * 1024,
@@ -154,7 +156,7 @@ def decode_partition(partition: FetchPartitionResponse, *,
     """
     if not partition.records:
         return []
-    data = base64.b64decode(partition.records)
+    data = partition.records
     pending = sorted(partition.aborted_transactions or (), key=lambda t: t.first_offset)
     aborted: set[int] = set()
     out: list[Record] = []
@@ -191,14 +193,21 @@ def _parse(answer: httpx.Response, model: type[M]) -> M:
         if not isinstance(body, dict):
             body = {"message": str(body)[:500]}
         raise BrokerClientError(answer.status_code, body)
-    return model.model_validate_json(answer.content)
-
-
-def _json(message: BaseModel) -> bytes:
-    return type(message).__pydantic_serializer__.to_json(message)
+    return decode_answer(answer.content, answer.headers.get("content-type"), model)
 
 
 _JSON_HEADERS = {"content-type": "application/json"}
+_FRAME_HEADERS = {"content-type": MEDIA_TYPE, "accept": ACCEPT_FRAME}
+_FETCH_HEADERS = {"content-type": "application/json", "accept": ACCEPT_FRAME}
+
+
+def _body(message: BaseModel) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a request: a produce as a batch frame (its records raw), a
+    fetch as JSON asking for a framed answer, anything else as JSON."""
+    if isinstance(message, ProduceRequest):
+        return frame_bytes(message), _FRAME_HEADERS
+    content = type(message).__pydantic_serializer__.to_json(message)
+    return content, _FETCH_HEADERS if isinstance(message, FetchRequest) else _JSON_HEADERS
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -233,8 +242,8 @@ class BrokerClient:
         self.close()
 
     def _post(self, path: str, message: BaseModel, model: type[M]) -> M:
-        answer = self._http.post("/broker/v1/" + path, content=_json(message),
-                                 headers=_JSON_HEADERS)
+        content, headers = _body(message)
+        answer = self._http.post("/broker/v1/" + path, content=content, headers=headers)
         return _parse(answer, model)
 
     def produce(self, request: ProduceRequest) -> ProduceResponse:
@@ -306,8 +315,8 @@ class AsyncBrokerClient:
         await self.aclose()
 
     async def _post(self, path: str, message: BaseModel, model: type[M]) -> M:
-        answer = await self._http.post("/broker/v1/" + path, content=_json(message),
-                                       headers=_JSON_HEADERS)
+        content, headers = _body(message)
+        answer = await self._http.post("/broker/v1/" + path, content=content, headers=headers)
         return _parse(answer, model)
 
     async def produce(self, request: ProduceRequest) -> ProduceResponse:

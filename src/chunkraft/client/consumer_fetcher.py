@@ -19,7 +19,6 @@ OUT_OF_RANGE (no chunk serves the offset, or the broker said OFFSET_OUT_OF_RANGE
 
 from __future__ import annotations
 
-import base64
 import enum
 from collections import deque
 from collections.abc import Callable, Collection
@@ -109,7 +108,7 @@ def batches_end(partition: FetchPartitionResponse) -> int:
     if not partition.records:
         return -1
     end = -1
-    for header, _ in iter_batches(base64.b64decode(partition.records)):
+    for header, _ in iter_batches(partition.records):
         end = header.last_offset + 1
     return end
 

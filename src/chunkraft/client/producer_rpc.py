@@ -23,7 +23,9 @@ from pydantic import BaseModel
 from chunkraft.client.broker_client import BrokerClientError
 from chunkraft.client.producer_batches import ProducerError
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import ACCEPT_FRAME, MEDIA_TYPE, decode_answer, frame_bytes
 from chunkraft.protocol.coordinators import FindCoordinatorRequest, FindCoordinatorResponse
+from chunkraft.protocol.data_plane import ProduceRequest
 
 __all__ = ["COORDINATOR_RETRIABLE", "BrokerRpc"]
 
@@ -57,10 +59,15 @@ class BrokerRpc:
 
     async def post(self, url: str, path: str, message: BaseModel, model: type[M]) -> M:
         """One request; :class:`BrokerClientError` if refused as a whole, httpx's errors if
-        the broker cannot be reached."""
-        answer = await self._http.post(
-            f"{url}/broker/v1/{path}", content=type(message).__pydantic_serializer__.to_json(
-                message), headers={"content-type": "application/json"})
+        the broker cannot be reached. A produce goes as a batch frame (its records raw)."""
+        if isinstance(message, ProduceRequest):
+            content = frame_bytes(message)
+            headers = {"content-type": MEDIA_TYPE, "accept": ACCEPT_FRAME}
+        else:
+            content = type(message).__pydantic_serializer__.to_json(message)
+            headers = {"content-type": "application/json"}
+        answer = await self._http.post(f"{url}/broker/v1/{path}", content=content,
+                                       headers=headers)
         if answer.status_code != 200:
             try:
                 body = answer.json()
@@ -68,7 +75,7 @@ class BrokerRpc:
                 body = {"message": answer.text[:500]}
             raise BrokerClientError(answer.status_code, body if isinstance(body, dict)
                                     else {"message": str(body)[:500]})
-        return model.model_validate_json(answer.content)
+        return decode_answer(answer.content, answer.headers.get("content-type"), model)
 
     async def find_coordinator(self, key_type: int, key: str, urls: Sequence[str]) -> str:
         """The URL of the coordinator of ``key``, asked of the brokers ``urls`` in turn;

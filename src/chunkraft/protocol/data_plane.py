@@ -3,7 +3,8 @@
 They mirror Kafka's Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch, InitProducerId and
 WriteTxnMarkers messages, with Kafka's field names in snake_case, carried as JSON over HTTP.
 Record data travels as Kafka v2 record batches (``chunkraft.dataplane.record_batch``), one or
-more concatenated, base64-encoded in the ``records`` field.
+more concatenated, in the ``records`` field (:mod:`.record_bytes`): raw bytes in a batch frame
+(:mod:`.batch_frame`, what produce and fetch use), base64 in plain JSON.
 
 chunkraft's additions: ``partition_count`` on produce (KIP-253: the broker refuses a produce
 whose count differs from its own with INVALID_PARTITION_COUNT), ``key_range`` on fetch (the
@@ -19,6 +20,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from chunkraft.protocol.base import Message, StrictBool, StrictInt
+from chunkraft.protocol.record_bytes import RecordBytes
 from chunkraft.protocol.topics import Int16, Int32, Int64
 
 __all__ = [
@@ -79,10 +81,10 @@ IsolationLevel = Annotated[int, Strict(), Field(ge=0, le=1,
 
 
 class ProducePartitionData(Message):
-    """Record batches for one partition, base64 of one or more v2 record batches."""
+    """Record batches for one partition: one or more v2 record batches."""
 
     index: PartitionIndex
-    records: str
+    records: RecordBytes
 
 
 class ProduceTopicData(Message):
@@ -180,7 +182,7 @@ class EpochEndOffset(Message):
 
 
 class FetchPartitionResponse(Message):
-    """What one partition gave: base64 record batches and the offsets a reader needs.
+    """What one partition gave: record batches and the offsets a reader needs.
 
     ``chunk_stop_offset`` is >= 0 when the data came from an inactive chunk: the last offset a
     consumer may read from it before moving to the next chunk. ``diverging_epoch`` tells a
@@ -197,7 +199,7 @@ class FetchPartitionResponse(Message):
     aborted_transactions: tuple[AbortedTransaction, ...] | None = None
     chunk_stop_offset: Int64 = -1
     diverging_epoch: EpochEndOffset | None = None
-    records: str = ""
+    records: RecordBytes = b""
 
 
 class FetchTopicResponse(Message):

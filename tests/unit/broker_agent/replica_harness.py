@@ -9,7 +9,6 @@ the quorum would), builds the MetadataDelta and hands it to every running broker
 from __future__ import annotations
 
 import asyncio
-import base64
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -196,9 +195,9 @@ class Cluster:
             await self.stop_broker(broker_id)
 
 
-def batch(values: list[bytes], **kwargs: Any) -> str:
+def batch(values: list[bytes], **kwargs: Any) -> bytes:
     records = [(b"k" + v, v, 1_000 + i) for i, v in enumerate(values)]
-    return base64.b64encode(build_batch(records, **kwargs)).decode()
+    return build_batch(records, **kwargs)
 
 
 async def produce(manager: ReplicaManager, values: list[bytes], *, acks: int = -1,
@@ -220,7 +219,7 @@ async def consume(manager: ReplicaManager, offset: int, *, isolation_level: int 
 
 def values_of(answer: FetchPartitionResponse, *, skip_control: bool = True) -> list[bytes]:
     out: list[bytes] = []
-    for header, view in iter_batches(base64.b64decode(answer.records)):
+    for header, view in iter_batches(answer.records):
         if skip_control and header.is_control:
             continue
         out.extend(r.value or b"" for r in decode_records(view))
@@ -229,7 +228,7 @@ def values_of(answer: FetchPartitionResponse, *, skip_control: bool = True) -> l
 
 def offsets_of(answer: FetchPartitionResponse) -> list[int]:
     out: list[int] = []
-    for _, view in iter_batches(base64.b64decode(answer.records)):
+    for _, view in iter_batches(answer.records):
         out.extend(r.offset for r in decode_records(view))
     return out
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import uuid
 from pathlib import Path
 
@@ -90,7 +89,7 @@ class _Source:
         else:
             read = self.log.read(want.fetch_offset, 40, self.log.log_end_offset)
             answer = FetchPartitionResponse(partition=0,
-                                            records=base64.b64encode(read.records).decode())
+                                            records=bytes(read.records))
         return FetchResponse(responses=(FetchTopicResponse(topic="orders",
                                                            partitions=(answer,)),))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import uuid
 from pathlib import Path
 
@@ -51,7 +50,7 @@ class _Leader:
             read = self.log.read(want.fetch_offset, 1 << 20, self.log.log_end_offset)
             answer = FetchPartitionResponse(
                 partition=0, high_watermark=self.log.log_end_offset,
-                records=base64.b64encode(read.records).decode())
+                records=bytes(read.records))
             if not read.records:
                 await asyncio.sleep(0.01)
         return FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(answer,)),))
@@ -174,7 +173,7 @@ class _TwoPartitionLeader:
             read = log_.read(want.fetch_offset, 1 << 20, log_.log_end_offset)
             answers.append(FetchPartitionResponse(
                 partition=want.partition, high_watermark=log_.log_end_offset,
-                records=base64.b64encode(read.records).decode()))
+                records=bytes(read.records)))
         await asyncio.sleep(0.01)
         return FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=tuple(answers)),))
 

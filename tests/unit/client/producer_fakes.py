@@ -21,6 +21,8 @@ import httpx
 from chunkraft.client.producer import Producer
 from chunkraft.dataplane.record_batch import decode_records, iter_batches
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import decode_frame, is_frame_type
+from chunkraft.protocol.data_plane import ProduceRequest
 
 __all__ = ["FakeCluster"]
 
@@ -70,7 +72,12 @@ class FakeCluster:
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/broker/v1/")
-        body = json.loads(request.content or b"{}")
+        if is_frame_type(request.headers.get("content-type")):
+            # A produce arrives as a batch frame; its JSON form (base64 records) is what the
+            # routes below read.
+            body = decode_frame(request.content, ProduceRequest).model_dump(mode="json")
+        else:
+            body = json.loads(request.content or b"{}")
         broker = int(request.url.host.removeprefix("b"))
         with self.lock:
             self.calls.append((request.url.host, path, body))

@@ -23,6 +23,7 @@ from chunkraft.client.broker_client import (
 )
 from chunkraft.dataplane.record_batch import build_batch, build_control_batch, iter_batches
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import MEDIA_TYPE, decode_frame
 from chunkraft.protocol.data_plane import (
     AbortedTransaction,
     FetchPartitionResponse,
@@ -32,6 +33,7 @@ from chunkraft.protocol.data_plane import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
+    ProduceRequest,
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
@@ -49,7 +51,7 @@ def test_produce_request_puts_the_records_in_one_batch_with_the_producer_fields(
     topic = request.topics[0]
     assert (topic.name, topic.partition_count, topic.partitions[0].index, request.acks) == (
         "orders", 4, 2, 1)
-    (header, _), = iter_batches(base64.b64decode(topic.partitions[0].records))
+    (header, _), = iter_batches(topic.partitions[0].records)
     assert (header.record_count, header.producer_id, header.producer_epoch,
             header.base_sequence) == (2, 9, 1, 3)
 
@@ -67,7 +69,7 @@ def test_decode_partition_skips_control_records_and_aborted_transactions() -> No
                         base_sequence=2, transactional=True)
     plain = build_batch([(None, b"5", 6)], base_offset=6)
     partition = FetchPartitionResponse(
-        partition=0, records=b64(committed, aborted, abort, commit, later, plain),
+        partition=0, records=b"".join((committed, aborted, abort, commit, later, plain)),
         aborted_transactions=(AbortedTransaction(producer_id=8, first_offset=1),))
     assert [(r.offset, r.value) for r in decode_partition(partition)] == [
         (0, b"1"), (5, b"4"), (6, b"5")]
@@ -113,8 +115,13 @@ def test_the_sync_client_posts_json_with_the_token_and_raises_refusals() -> None
     assert refused.value.status == 403
     assert refused.value.error is Errors.CLUSTER_AUTHORIZATION_FAILED
     assert all(r.headers["authorization"] == "Bearer secret" for r in seen)
-    sent = json.loads(seen[0].content)
-    assert sent["acks"] == 1 and sent["topics"][0]["partitions"][0]["index"] == 0
+    # A produce goes as a batch frame with its batch raw; a fetch as JSON asking for a frame.
+    assert seen[0].headers["content-type"] == MEDIA_TYPE
+    sent = decode_frame(seen[0].content, ProduceRequest)
+    assert sent.acks == 1 and sent.topics[0].partitions[0].index == 0
+    ((header, _),) = iter_batches(sent.topics[0].partitions[0].records)
+    assert header.record_count == 1
+    assert MEDIA_TYPE in seen[1].headers["accept"]
     assert json.loads(seen[1].content)["topics"][0]["partitions"][0]["fetch_offset"] == 11
 
 

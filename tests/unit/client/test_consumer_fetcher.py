@@ -3,8 +3,6 @@ the fetch offset moves past batches that hold nothing for the reader."""
 
 from __future__ import annotations
 
-import base64
-
 from chunkraft.client.chunk_router import ChunkRoute
 from chunkraft.client.consumer_fetcher import FetchStream, Outcome, StreamFetcher, batches_end
 from chunkraft.dataplane.record_batch import build_batch
@@ -13,7 +11,7 @@ from chunkraft.protocol.data_plane import FetchPartitionResponse
 
 def answer(*batches: bytes, stop: int = -1, hw: int = -1) -> FetchPartitionResponse:
     return FetchPartitionResponse(partition=0, chunk_stop_offset=stop, high_watermark=hw,
-                                  records=base64.b64encode(b"".join(batches)).decode())
+                                  records=b"".join(batches))
 
 
 def fetcher() -> StreamFetcher:

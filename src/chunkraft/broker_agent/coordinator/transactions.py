@@ -28,7 +28,6 @@ the broker's event loop; nothing here locks.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import ssl
@@ -280,7 +279,7 @@ class TransactionCoordinator:
         self._pending.add(tid)
         try:
             count = self.topics.partition_count(TRANSACTION_STATE_TOPIC) or 0
-            records = base64.b64encode(encode_record(metadata, self.time_ms())).decode()
+            records = encode_record(metadata, self.time_ms())
             request = ProduceRequest(acks=-1, timeout_ms=WRITE_TIMEOUT_MS, topics=(
                 ProduceTopicData(name=TRANSACTION_STATE_TOPIC, partition_count=max(1, count),
                                  partitions=(ProducePartitionData(index=index,

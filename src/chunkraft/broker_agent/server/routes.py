@@ -1,7 +1,9 @@
 """The data-plane routes: ``POST /broker/v1/...``, one per Kafka request.
 
 Handlers only translate: parse the ``chunkraft.protocol.data_plane`` message, authorize
-(:mod:`.access`), call the ReplicaManager, answer its response as JSON. Topics the principal
+(:mod:`.access`), call the ReplicaManager, answer its response as JSON (a fetch: as a batch
+frame when the request accepts one). Produce and fetch bodies may be batch frames
+(:mod:`.http`); the other routes take JSON only. Topics the principal
 may not touch never reach the ReplicaManager; their partitions are answered
 TOPIC_AUTHORIZATION_FAILED in place, so every answer keeps the request's order.
 """
@@ -26,7 +28,12 @@ from chunkraft.broker_agent.server.access import (
     may_write_some_topic,
     transactional_id_allowed,
 )
-from chunkraft.broker_agent.server.http import fetch_answer, json_answer, parse_body, post_docs
+from chunkraft.broker_agent.server.http import (
+    batches_answer,
+    json_answer,
+    parse_body,
+    post_docs,
+)
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.acls import AclOperation
@@ -129,7 +136,7 @@ async def _answer_per_topic(
 
 async def produce(request: Request) -> Response:
     """Produce: WRITE per topic (and on the transactional id); the ReplicaManager appends."""
-    parsed = await parse_body(request, ProduceRequest)
+    parsed = await parse_body(request, ProduceRequest, frames=True)
     if isinstance(parsed, Response):
         return parsed
     runtime = _runtime(request)
@@ -172,7 +179,7 @@ async def produce(request: Request) -> Response:
 
 async def fetch(request: Request) -> Response:
     """Fetch: READ per topic for consumers; a replica (``replica_id`` >= 0) must be that broker."""
-    parsed = await parse_body(request, FetchRequest)
+    parsed = await parse_body(request, FetchRequest, frames=True)
     if isinstance(parsed, Response):
         return parsed
     runtime = _runtime(request)
@@ -183,11 +190,11 @@ async def fetch(request: Request) -> Response:
         refusal = broker_refusal(authorizer, image, principal, parsed.replica_id)
         if refusal is not None:
             return refusal
-        return fetch_answer(await runtime.replica_manager.fetch(parsed))
+        return batches_answer(request, await runtime.replica_manager.fetch(parsed))
     allowed = allowed_topics(authorizer, image, principal, AclOperation.READ,
                              (topic.topic for topic in parsed.topics))
     if len(allowed) == len({topic.topic for topic in parsed.topics}):
-        return fetch_answer(await runtime.replica_manager.fetch(parsed))
+        return batches_answer(request, await runtime.replica_manager.fetch(parsed))
 
     async def answer(kept: tuple[FetchTopic, ...]) -> tuple[Sequence[FetchTopicResponse], int]:
         response = await runtime.replica_manager.fetch(parsed.model_copy(update={"topics": kept}))
@@ -202,7 +209,7 @@ async def fetch(request: Request) -> Response:
                 error_message=_refused_message(principal.name, AclOperation.READ, t.topic))
             for p in t.partitions)))
     # model_construct: the kept answers hold megabytes of records; nothing to re-validate.
-    return fetch_answer(FetchResponse.model_construct(
+    return batches_answer(request, FetchResponse.model_construct(
         throttle_time_ms=throttle, error_code=0, responses=tuple(merged)))
 
 
@@ -405,14 +412,15 @@ async def create_chunks(request: Request) -> Response:
 
 
 def _add(path: str, handler: Callable[[Request], Awaitable[Response]], request_model: type[Message],
-         response_model: type[Message], summary: str) -> None:
+         response_model: type[Message], summary: str, *, frames: bool = False) -> None:
     router.add_api_route(path, handler, methods=["POST"], summary=summary,
-                         **post_docs(request_model, response_model))
+                         **post_docs(request_model, response_model, frames=frames))
 
 
-_add("/produce", produce, ProduceRequest, ProduceResponse, "Produce (WRITE per topic)")
+_add("/produce", produce, ProduceRequest, ProduceResponse, "Produce (WRITE per topic)",
+     frames=True)
 _add("/fetch", fetch, FetchRequest, FetchResponse,
-     "Fetch (READ per topic; replicas: CLUSTER_ACTION, as themselves)")
+     "Fetch (READ per topic; replicas: CLUSTER_ACTION, as themselves)", frames=True)
 _add("/list-offsets", list_offsets, ListOffsetsRequest, ListOffsetsResponse,
      "ListOffsets (DESCRIBE per topic)")
 _add("/offsets-for-leader-epoch", offsets_for_leader_epoch, OffsetForLeaderEpochRequest,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -77,7 +76,7 @@ async def produce_txn(manager: ReplicaManager, pid: int, epoch: int, sequence: i
                        transactional=True)
     response = await manager.produce(ProduceRequest(acks=-1, topics=(ProduceTopicData(
         name=TOPIC, partition_count=1, partitions=(ProducePartitionData(
-            index=0, records=base64.b64encode(data).decode()),)),)))
+            index=0, records=data),)),)))
     return response.topics[0].partitions[0].error_code
 
 
@@ -151,7 +150,7 @@ def test_a_restarted_coordinator_finishes_a_prepared_commit(tmp_path: Path) -> N
         prepare = first.state_of("t3").but(state=TxnState.PREPARE_COMMIT)  # type: ignore[union-attr]
         await first._write(0, 0, prepare)
         await first.close()
-        assert (await consume(manager, 0, isolation_level=1)).records == ""
+        assert (await consume(manager, 0, isolation_level=1)).records == b""
         second = coordinator_for(cluster, manager)
         await loaded(second)
         await state(second, "t3", TxnState.COMPLETE_COMMIT)

@@ -52,7 +52,8 @@ from chunkraft.security.credentials import CredentialStore, add_token
 from tests.unit.controller.operations.topic_support import apply
 
 _acl_ids = itertools.count(1)
-RECORDS = "AAAA"  # what the fake fetch answers (base64 of three zero bytes)
+RECORDS = "AAAA"  # what the fake fetch answers in JSON (base64 of three zero bytes)
+RECORD_BYTES = b"\0\0\0"  # the same as bytes
 
 
 def acl(resource_name: str, operation: AclOperation, principal: str = "User:alice", *,
@@ -115,7 +116,7 @@ class FakeReplicaManager:
         return FetchResponse(responses=tuple(
             FetchTopicResponse(topic=t.topic, partitions=tuple(
                 FetchPartitionResponse(partition=p.partition, high_watermark=5,
-                                       records=RECORDS) for p in t.partitions))
+                                       records=RECORD_BYTES) for p in t.partitions))
             for t in request.topics))
 
     def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:

@@ -21,7 +21,6 @@ as a delta makes this broker a leader. Everything runs on the broker's event loo
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -336,7 +335,7 @@ class GroupCoordinator:
                                    f"{Errors.for_code(answer.error_code).name}")
             before = state.next_offset
             if answer.records:
-                state.apply_bytes(base64.b64decode(answer.records))
+                state.apply_bytes(answer.records)
             if state.next_offset == before or state.next_offset >= answer.high_watermark:
                 return
 
@@ -425,7 +424,7 @@ class GroupCoordinator:
             topics=(ProduceTopicData(name=OFFSETS_TOPIC, partition_count=self.partition_count(),
                                      partitions=(ProducePartitionData(
                                          index=index,
-                                         records=base64.b64encode(batch).decode()),)),))
+                                         records=batch),)),))
         async with loaded.lock:
             response = await self.replica_manager.produce(request)
             answer = response.topics[0].partitions[0]

@@ -51,7 +51,7 @@ class OffsetsState:
 
     # ------------------------------------------------------------------ folding
 
-    def apply_bytes(self, data: bytes) -> None:
+    def apply_bytes(self, data: bytes | memoryview) -> None:
         """Folds every whole batch of ``data`` (record batches as a fetch returns them);
         batches before ``next_offset`` are skipped (a re-read is harmless)."""
         for header, view in iter_batches(data):
