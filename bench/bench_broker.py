@@ -1,9 +1,9 @@
-"""Produce and fetch throughput of one broker agent over its HTTP data plane (issue 5).
+"""Produce and fetch throughput of one broker agent over its HTTP data plane (issues 5, 17).
 
 A LocalCluster (3 controller processes, ``--replication-factor`` broker processes, defaults
 otherwise: bearer-token authentication on, no forced fsync) on 127.0.0.1; one topic with
 ``--partitions`` partitions, all led by broker 0 (manual assignment, replicas 0..RF-1). The
-load runs in this process: ``--clients`` asyncio tasks, each with its own AsyncBrokerClient
+load runs in this process: ``--clients`` asyncio tasks, each with its own httpx client
 (one keep-alive connection) and its own partition(s), one request in flight each.
 
 - ``produce``: batches of ``--batch`` records of ``--record-bytes`` random bytes each (no key),
@@ -15,7 +15,14 @@ load runs in this process: ``--clients`` asyncio tasks, each with its own AsyncB
   decoding: that is the consumer's cost, measured separately as ``decode``).
 - ``decode``: ``decode_partition`` of fetched answers in this process (records/s).
 
-Prints one JSON line per measurement; does not touch bench/RESULTS.md. The client shares the
+``--wire frame`` (the default, what chunkraft's own clients send) carries the batches raw in a
+batch frame (``application/vnd.chunkraft.batches``) both ways; ``--wire json`` sends produce
+bodies as JSON with base64 records and asks for JSON fetch answers (the form kept for curl;
+the only form before issue 17), so both can be compared in one sitting.
+
+Prints one JSON line per measurement, each with the 1-minute load average read at its end
+(``load_1m``; the machine is shared); does not touch bench/RESULTS.md. Exits 1 if any produce
+or fetch was refused (a run with errors is not a measurement). The client shares the
 machine's cores with the broker, so figures are a floor. Not a test: never run it in CI. It
 only signals processes it started, by PID (through LocalCluster).
 """
@@ -24,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import os
 import statistics
 import tempfile
@@ -44,7 +50,9 @@ from chunkraft.client.controller_rpc import ControllerRpcClient
 from chunkraft.dataplane.record_batch import build_batch, iter_batches
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import ACCEPT_FRAME, MEDIA_TYPE, decode_answer, frame_bytes
 from chunkraft.protocol.data_plane import (
+    FetchResponse,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -65,28 +73,42 @@ def create_topic(cluster: LocalCluster, partitions: int, replication_factor: int
         raise RuntimeError(f"create-topics failed: {result}")
 
 
-def batches(count: int, batch: int, record_bytes: int) -> list[str]:
-    """``count`` distinct base64 batches (a few random payloads reused: building is not what
-    is measured)."""
+def batches(count: int, batch: int, record_bytes: int) -> list[bytes]:
+    """``count`` distinct batches (a few random payloads reused: building is not what is
+    measured)."""
     payloads = [os.urandom(record_bytes) for _ in range(64)]
     now = int(time.time() * 1000)
     built = []
     for index in range(min(count, 32)):
         records = [(None, payloads[(index + i) % 64], now) for i in range(batch)]
-        built.append(base64.b64encode(build_batch(records)).decode("ascii"))
+        built.append(build_batch(records))
     return built
 
 
-def produce_body(partition: int, partitions: int, records: str, acks: int) -> bytes:
+def produce_body(partition: int, partitions: int, records: bytes, acks: int, wire: str
+                 ) -> bytes:
+    """The body of one produce: a batch frame, or JSON with base64 records (``wire``)."""
     request = ProduceRequest(acks=acks, timeout_ms=30_000, topics=(ProduceTopicData(
         name=TOPIC, partition_count=partitions,
         partitions=(ProducePartitionData(index=partition, records=records),)),))
+    if wire == "frame":
+        return frame_bytes(request)
     return ProduceRequest.__pydantic_serializer__.to_json(request)
+
+
+def headers_of(wire: str) -> dict[str, str]:
+    if wire == "frame":
+        return {"content-type": MEDIA_TYPE, "accept": ACCEPT_FRAME}
+    return {"content-type": "application/json", "accept": "application/json"}
+
+
+def load_1m() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 async def wait_leader(client: AsyncBrokerClient, partitions: int, timeout: float) -> None:
     """Until broker 0 answers a produce to each partition (metadata reached it)."""
-    warm = base64.b64encode(build_batch([(None, b"warm-up", int(time.time() * 1000))])).decode()
+    warm = build_batch([(None, b"warm-up", int(time.time() * 1000))])
     deadline = time.monotonic() + timeout
     for partition in range(partitions):
         while True:
@@ -107,7 +129,7 @@ async def produce_phase(url: str, token: str, args: argparse.Namespace) -> dict[
     for client_index in range(args.clients):
         mine = [p for p in range(args.partitions) if p % args.clients == client_index]
         bodies_by_client.append([produce_body(p, args.partitions, encoded[i % len(encoded)],
-                                              args.acks)
+                                              args.acks, args.wire)
                                  for i, p in enumerate(mine * len(encoded))])
     total_batches = args.records // args.batch
     next_batch = 0
@@ -116,7 +138,7 @@ async def produce_phase(url: str, token: str, args: argparse.Namespace) -> dict[
 
     async def run(bodies: list[bytes]) -> None:
         nonlocal next_batch
-        # The bodies are prebuilt JSON: post them as they are.
+        # The bodies are prebuilt: post them as they are.
         async with httpx.AsyncClient(base_url=url, timeout=60.0,
                                      headers={"authorization": f"Bearer {token}"}) as http:
             turn = 0
@@ -126,7 +148,11 @@ async def produce_phase(url: str, token: str, args: argparse.Namespace) -> dict[
                 turn += 1
                 started = time.perf_counter()
                 answer = await http.post("/broker/v1/produce", content=body,
-                                         headers={"content-type": "application/json"})
+                                         headers=headers_of(args.wire))
+                if answer.status_code != 200:
+                    name = f"HTTP {answer.status_code}"
+                    errors[name] = errors.get(name, 0) + 1
+                    continue
                 latencies.append(time.perf_counter() - started)
                 for topic in answer.json()["topics"]:
                     for partition in topic["partitions"]:
@@ -146,7 +172,8 @@ async def produce_phase(url: str, token: str, args: argparse.Namespace) -> dict[
             "p99_ms": round(1000 * ordered[int(0.99 * (len(ordered) - 1))], 2),
             "errors": errors, "acks": args.acks, "clients": args.clients,
             "partitions": args.partitions, "replication_factor": args.replication_factor,
-            "batch": args.batch, "record_bytes": args.record_bytes}
+            "batch": args.batch, "record_bytes": args.record_bytes, "wire": args.wire,
+            "load_1m": load_1m()}
 
 
 async def fetch_phase(url: str, token: str, args: argparse.Namespace
@@ -157,20 +184,30 @@ async def fetch_phase(url: str, token: str, args: argparse.Namespace
 
     async def run(partitions: list[int]) -> None:
         nonlocal counted, wire_bytes
-        async with AsyncBrokerClient(url, token=token) as client:
+        # Raw httpx rather than AsyncBrokerClient, so that --wire json can ask for JSON.
+        async with httpx.AsyncClient(base_url=url, timeout=60.0,
+                                     headers={"authorization": f"Bearer {token}"}) as http:
             for partition in partitions:
                 offset = 0
                 while True:
-                    answer = await client.fetch(fetch_request(
-                        TOPIC, partition, offset, max_bytes=args.fetch_bytes, max_wait_ms=0))
+                    request = fetch_request(TOPIC, partition, offset,
+                                            max_bytes=args.fetch_bytes, max_wait_ms=0)
+                    reply = await http.post(
+                        "/broker/v1/fetch", headers=headers_of(args.wire) | {
+                            "content-type": "application/json"},
+                        content=type(request).__pydantic_serializer__.to_json(request))
+                    if reply.status_code != 200:
+                        raise RuntimeError(f"fetch {partition}@{offset}: HTTP "
+                                           f"{reply.status_code} {reply.text[:200]}")
+                    wire_bytes += len(reply.content)
+                    answer = decode_answer(reply.content, reply.headers.get("content-type"),
+                                           FetchResponse)
                     part = answer.responses[0].partitions[0]
                     if part.error_code:
                         raise RuntimeError(f"fetch {partition}@{offset}: {part}")
                     if not part.records:
                         break
-                    data = base64.b64decode(part.records)
-                    wire_bytes += len(part.records)
-                    for header, _ in iter_batches(data):
+                    for header, _ in iter_batches(part.records):
                         if header.base_offset >= offset:
                             counted += header.record_count
                         offset = header.next_offset
@@ -188,7 +225,8 @@ async def fetch_phase(url: str, token: str, args: argparse.Namespace
              "records_per_s": round(counted / elapsed),
              "mb_per_s": round(counted * args.record_bytes / elapsed / 1e6, 1),
              "wire_mb_per_s": round(wire_bytes / elapsed / 1e6, 1),
-             "fetch_bytes": args.fetch_bytes, "clients": args.clients}, kept)
+             "fetch_bytes": args.fetch_bytes, "clients": args.clients, "wire": args.wire,
+             "replication_factor": args.replication_factor, "load_1m": load_1m()}, kept)
 
 
 def decode_item(kept: list[Any]) -> dict[str, Any]:
@@ -204,10 +242,13 @@ async def measure(cluster: LocalCluster, args: argparse.Namespace) -> None:
     token = cluster.admin_token
     async with AsyncBrokerClient(url, token=token) as client:
         await wait_leader(client, args.partitions, 60.0)
-    emit(await produce_phase(url, token, args))
+    produced = await produce_phase(url, token, args)
+    emit(produced)
     fetched, kept = await fetch_phase(url, token, args)
     emit(fetched)
     emit(decode_item(kept))
+    if produced["errors"]:
+        raise SystemExit(f"produce errors {produced['errors']}: not a measurement")
 
 
 def main() -> None:
@@ -220,6 +261,8 @@ def main() -> None:
     parser.add_argument("--replication-factor", type=int, default=1)
     parser.add_argument("--acks", type=int, default=1, choices=(-1, 0, 1))
     parser.add_argument("--fetch-bytes", type=int, default=1024 * 1024)
+    parser.add_argument("--wire", choices=("frame", "json"), default="frame",
+                        help="batch frames (default) or JSON with base64 records")
     parser.add_argument("--base-dir", type=Path, default=None,
                         help="cluster directory (default: a fresh temporary one)")
     args = parser.parse_args()
