@@ -1,13 +1,16 @@
 """The data plane of real broker agents (3 controllers + 3 brokers on 127.0.0.1): produce and
 fetch with replication, acks=all through kill -9 of the leader, recovery of a torn log tail,
 the KIP-1114 chunk lifecycle checked on each broker's disk, automatic chunk deletion after
-retention, and INVALID_PARTITION_COUNT after createPartitions (KIP-253).
+retention, INVALID_PARTITION_COUNT after createPartitions (KIP-253), and malformed batch frames
+refused without a trace.
 
 One cluster for the module; every test uses topics of its own and leaves every process running.
 """
 
 from __future__ import annotations
 
+import json
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +20,17 @@ import httpx
 import pytest
 
 from chunkraft.client.admin import AdminClient
-from chunkraft.client.broker_client import BrokerClient
+from chunkraft.client.broker_client import BrokerClient, decode_partition
 from chunkraft.client.command_config import CommandConfig
+from chunkraft.dataplane.record_batch import build_batch
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.protocol.batch_frame import MEDIA_TYPE, frame_bytes
 from chunkraft.protocol.data_plane import (
+    FetchResponse,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
@@ -378,3 +387,58 @@ def test_a_produce_with_the_old_partition_count_is_refused_after_create_partitio
         assert set(codes) <= {0, Errors.INVALID_PARTITION_COUNT.code}
         answer = broker.produce_records("growing", 0, 2, records("after", 3))
         assert answer.error_code == 0, answer
+
+
+def reframed(frame: bytes, records: object) -> bytes:
+    """``frame`` with partition 0's ``records`` in its header replaced by ``records``."""
+    (length,) = struct.unpack(">I", frame[4:8])
+    header = json.loads(frame[8:8 + length])
+    header["topics"][0]["partitions"][0]["records"] = records
+    encoded = json.dumps(header).encode()
+    return frame[:4] + struct.pack(">I", len(encoded)) + encoded + frame[8 + length:]
+
+
+def test_a_malformed_batch_frame_is_refused_and_changes_nothing(
+        brokers: LocalCluster, admin: AdminClient) -> None:
+    # Both partitions led by one broker (the first replica leads), so one frame reaches both.
+    admin.create_topic("framed", None, None, [[0, 1, 2], [0, 1, 2]])
+    leader = wait_leader(brokers, admin, "framed")
+    with client(brokers, leader) as broker:
+        wait_until(lambda: broker.fetch_records("framed", 1, 0, max_wait_ms=0)[0].error_code
+                   == 0, f"broker {leader} leading framed-1 too", 30, 0.2)
+        assert broker.produce_records("framed", 0, 2, records("kept", 5)).error_code == 0
+        good = frame_bytes(ProduceRequest(acks=-1, topics=(ProduceTopicData(
+            name="framed", partition_count=2, partitions=(
+                ProducePartitionData(index=0, records=build_batch(records("lost", 3))),
+                ProducePartitionData(index=1, records=build_batch(records("lost", 3))))),)))
+        malformed = {
+            "shorter than the prefix": (good[:6], Errors.INVALID_REQUEST),
+            "another magic": (b"CKB0" + good[4:], Errors.INVALID_REQUEST),
+            "header length past the body": (
+                good[:4] + struct.pack(">I", len(good)) + good[8:], Errors.INVALID_REQUEST),
+            "header not JSON": (good[:8] + b"!" + good[9:], Errors.INVALID_REQUEST),
+            # Partition 0's batch is whole; partition 1's reference goes past the payload:
+            # the whole request is refused, partition 0 included.
+            "last batch cut": (good[:-1], Errors.CORRUPT_MESSAGE),
+            "a base64 string in a frame": (reframed(good, "AAAA"), Errors.INVALID_REQUEST),
+        }
+        url = brokers.broker_url(leader) + "/broker/v1/produce"
+        headers = {"authorization": f"Bearer {brokers.admin_token}",
+                   "content-type": MEDIA_TYPE}
+        for what, (body, error) in malformed.items():
+            answer = httpx.post(url, content=body, headers=headers, timeout=10)
+            assert answer.status_code == 400, (what, answer.text)
+            assert answer.json()["error_code"] == error.code, (what, answer.text)
+        for index, end in ((0, 5), (1, 0)):
+            part, got = broker.fetch_records("framed", index, 0, max_wait_ms=0)
+            assert (part.error_code, part.log_end_offset, len(got)) == (0, end, end), index
+        # The same request whole is taken, and the JSON form (base64) still works for curl.
+        answer = httpx.post(url, content=good, headers=headers, timeout=10)
+        assert answer.status_code == 200, answer.text
+        assert [p["base_offset"] for p in answer.json()["topics"][0]["partitions"]] == [5, 0]
+        plain = httpx.post(brokers.broker_url(leader) + "/broker/v1/fetch", headers={
+            "authorization": f"Bearer {brokers.admin_token}"}, timeout=10, json={
+            "topics": [{"topic": "framed", "partitions": [{"partition": 1, "fetch_offset": 0}]}]})
+        assert plain.headers["content-type"] == "application/json"
+        fetched = FetchResponse.model_validate_json(plain.content).responses[0].partitions[0]
+        assert [r.value for r in decode_partition(fetched)] == [b"lost-0", b"lost-1", b"lost-2"]

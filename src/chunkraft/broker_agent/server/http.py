@@ -94,7 +94,7 @@ def batches_answer(request: Request, response: FetchResponse) -> Response:
 
 _OPEN_RECORDS = b'"records":"'
 _EMPTY_RECORDS = b'"records":""'
-_SPLICE_MIN_BYTES = 3072  # below this the serializer's scan costs less than the copies
+_SPLICE_MIN_BYTES = 3072  # raw bytes (4 KiB of base64): below, the serializer's scan costs less
 
 
 def fetch_answer(response: FetchResponse) -> Response:
