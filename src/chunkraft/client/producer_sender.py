@@ -9,7 +9,6 @@ and re-partitions a topic whose partition count grew (KIP-253).
 from __future__ import annotations
 
 import asyncio
-import base64
 import bisect
 import contextlib
 import time
@@ -222,8 +221,8 @@ class ProducerSender(ProducerTransactions):
             timeout_ms=self.request_timeout_ms, topics=tuple(
                 ProduceTopicData(name=name, partition_count=group[0].partition_count,
                                  partitions=tuple(ProducePartitionData(
-                                     index=b.partition, records=_b64(b.encode(
-                                         transactional=transactional))) for b in group))
+                                     index=b.partition, records=b.encode(
+                                         transactional=transactional)) for b in group))
                 for name, group in topics.items()))
         try:
             answer = await self._rpc.post(url, "produce", request, ProduceResponse)
@@ -411,6 +410,3 @@ def _requeue(queue: deque[ProducerBatch], batch: ProducerBatch) -> None:
         else len(sequenced)
     queue.insert(position, batch)
 
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
