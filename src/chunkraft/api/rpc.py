@@ -10,7 +10,6 @@ Every answer says in ``X-Metadata-Offset`` which metadata offset it reflects.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -34,6 +33,7 @@ from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.raft.entry import IDEMPOTENCY_KEY_SIZE
 from chunkraft.controller.result import Operation
 from chunkraft.error_codes import ApiException, Errors
+from chunkraft.random_bytes import random_bytes
 from chunkraft.security.principal import Principal
 
 __all__ = [
@@ -86,7 +86,7 @@ def idempotency_key_of(request: Request, body: bytes) -> bytes:
     """
     given = request.headers.get(IDEMPOTENCY_HEADER)
     if not given:
-        return os.urandom(IDEMPOTENCY_KEY_SIZE)
+        return random_bytes(IDEMPOTENCY_KEY_SIZE)
     if request.headers.get(FORWARDED_HEADER):
         try:
             raw = bytes.fromhex(given)
@@ -95,7 +95,7 @@ def idempotency_key_of(request: Request, body: bytes) -> bytes:
         except ValueError:
             pass
     digest = hashlib.sha256()
-    for part in (request.url.path.encode(), given.encode(), body):
+    for part in (request.scope["path"].encode(), given.encode(), body):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.digest()[:IDEMPOTENCY_KEY_SIZE]

@@ -33,7 +33,6 @@ import concurrent.futures
 import functools
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from chunkraft.controller.raft.log import ProposalError, RaftLog
 from chunkraft.controller.raft.state_machine import NO_KEY, BatchOutcome, BatchStatus, TailRead
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.error_codes import ApiException, Errors
+from chunkraft.random_bytes import random_bytes
 from chunkraft.records import NoOpRecord, encode_record
 
 __all__ = ["QuorumController", "WriteResult"]
@@ -264,7 +264,7 @@ class QuorumController:
         when the outcome is not known in time (retry with the same key: it never applies
         twice), METADATA_LOG_CORRUPT when this node stopped applying its log.
         """
-        key = idempotency_key or os.urandom(IDEMPOTENCY_KEY_SIZE)
+        key = idempotency_key or random_bytes(IDEMPOTENCY_KEY_SIZE)
         if len(key) != IDEMPOTENCY_KEY_SIZE or key == NO_KEY:
             raise ApiException(Errors.INVALID_REQUEST, "an idempotency key is 16 non-zero bytes")
         deadline = time.monotonic() + (timeout if timeout is not None else self.request_timeout)

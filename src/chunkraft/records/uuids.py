@@ -12,6 +12,8 @@ import binascii
 import re
 import uuid
 
+from chunkraft.random_bytes import random_bytes
+
 __all__ = ["kafka_uuid_str", "parse_kafka_uuid", "random_kafka_uuid"]
 
 # Kafka decodes with Java's URL-safe decoder, which refuses '+' and '/' (Python's accepts them).
@@ -41,6 +43,6 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
 def random_kafka_uuid() -> uuid.UUID:
     """A random uuid that is neither all zeros nor starts with '-' in text (as Kafka avoids)."""
     while True:
-        value = uuid.uuid4()
+        value = uuid.UUID(bytes=random_bytes(16), version=4)
         if not kafka_uuid_str(value).startswith("-"):
             return value
