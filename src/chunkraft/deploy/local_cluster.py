@@ -21,6 +21,16 @@ quorum is ready: :meth:`LocalCluster.grant_broker_acls` first gives each broker 
 CLUSTER_ACTION on the cluster (what registering, heartbeating and reading the metadata stream
 need). :meth:`LocalCluster.wait_brokers_ready` waits until each runs registered and unfenced.
 
+Logs: each node's stdout and stderr go to ``base_dir/controller-<id>/controller.log`` or
+``base_dir/broker-<id>/broker.log``, opened to append: a node started again (after a stop, a
+kill or a crash, in this run or a later one) keeps writing to the same file after its earlier
+output, each start marked by a ``=== <UTC time> broker 1 started by chunkraft ... ===`` line.
+
+Settings: ``extra_properties`` / ``broker_properties`` go into every controller's / broker's
+properties file, ``node_properties`` / ``broker_node_properties`` into one node's (winning);
+the files are what the processes read, so a node restarted by hand with ``--config`` of its file
+gets the same settings.
+
 TLS (``tls=True``): ``prepare`` makes a private CA under ``base_dir/tls`` and a certificate per
 node (CN ``controller-N``, subjectAltName 127.0.0.1) and for the admin (CN ``admin``); every
 node serves https with ``ssl.client.auth`` = ``client_auth`` (``required`` by default), and
@@ -41,7 +51,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
@@ -92,6 +102,21 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         os.fchmod(fd, 0o600)
         file.write(text)
+
+
+def _open_log(path: Path, name: str) -> BinaryIO:
+    """``path`` opened to append (created if missing, never truncated), after a line that
+    marks where this start of ``name`` begins, for a child's stdout and stderr.
+
+    O_APPEND: every write of the child lands at the end of the file, so the output of a node
+    started again (after a stop, a kill or a crash) follows its earlier runs' output, and a
+    restart by hand with ``>> LOG`` interleaves safely with nothing lost."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.open("ab")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    log.write(f"=== {stamp} {name} started by chunkraft (LocalCluster) ===\n".encode())
+    log.flush()  # before the child's own writes, which bypass this buffer
+    return log
 
 
 @dataclass
@@ -156,6 +181,10 @@ class LocalCluster:
     broker_properties: dict[str, str] = field(default_factory=dict)
     """Extra properties of every broker agent's file."""
     broker_nodes: dict[int, BrokerProcess] = field(default_factory=dict)
+    node_properties: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Extra properties of one controller's file, by node id (over ``extra_properties``)."""
+    broker_node_properties: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Extra properties of one broker's file, by broker id (over ``broker_properties``)."""
     tokens: dict[str, str] = field(default_factory=dict, repr=False)
     """Principal -> its bearer token (the first one made for it)."""
     tls: bool = False
@@ -342,6 +371,7 @@ class LocalCluster:
                                    "ssl.ca.file": str(self.ca_path),
                                    "ssl.client.auth": self.client_auth})
             properties.update(self.extra_properties)
+            properties.update(self.node_properties.get(node.node_id, {}))
             text = "".join(f"{key}={value}\n" for key, value in properties.items())
             write_private(node.config_path, text)  # it holds the Raft password
         self._load_credentials()
@@ -372,6 +402,7 @@ class LocalCluster:
                                    "ssl.ca.file": str(self.ca_path),
                                    "ssl.client.auth": self.client_auth})
             properties.update(self.broker_properties)
+            properties.update(self.broker_node_properties.get(broker.broker_id, {}))
             text = "".join(f"{key}={value}\n" for key, value in properties.items())
             write_private(broker.config_path, text)
 
@@ -406,12 +437,12 @@ class LocalCluster:
         broker = self.broker_nodes[broker_id]
         if broker.running:
             return
-        log = broker.log_path.open("ab")
-        broker.process = subprocess.Popen(
-            [sys.executable, "-m", "chunkraft", "broker", "--config", str(broker.config_path)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-        log.close()
+        with _open_log(broker.log_path, f"broker {broker_id}") as log:
+            broker.process = subprocess.Popen(
+                [sys.executable, "-m", "chunkraft", "broker", "--config",
+                 str(broker.config_path)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
     def start_brokers(self, *, grant: bool = True) -> None:
         """Grants the brokers' ACLs (``grant``) and starts every stopped broker."""
@@ -495,13 +526,12 @@ class LocalCluster:
         for node in targets:
             if node.running:
                 continue
-            log = node.log_path.open("ab")
-            node.process = subprocess.Popen(
-                [sys.executable, "-m", "chunkraft", "controller", "--config",
-                 str(node.config_path)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-            log.close()
+            with _open_log(node.log_path, f"controller {node.node_id}") as log:
+                node.process = subprocess.Popen(
+                    [sys.executable, "-m", "chunkraft", "controller", "--config",
+                     str(node.config_path)],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the node gets no chance to flush or say goodbye."""

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +183,74 @@ def test_open_local_cluster_keeps_broker_ports(tmp_path: Path) -> None:
     again = open_local_cluster(tmp_path, 3, 3)  # the saved brokers win
     assert {b: n.http_port for b, n in again.broker_nodes.items()} == {
         b: n.http_port for b, n in first.broker_nodes.items()}
+
+
+def test_per_node_properties_win_over_the_clusters(tmp_path: Path) -> None:
+    from chunkraft.broker_agent.config import load_broker_config
+
+    cluster = LocalCluster(tmp_path / "cluster", size=3, broker_count=2,
+                           extra_properties={"request.timeout.ms": "7000"},
+                           node_properties={2: {"request.timeout.ms": "9000"}},
+                           broker_properties={"broker.rack": "everywhere"},
+                           broker_node_properties={1: {"broker.rack": "rack-one"}})
+    cluster.prepare()
+    timeouts = {node_id: load_controller_config(str(node.config_path), {}, {}).request_timeout_ms
+                for node_id, node in cluster.nodes.items()}
+    assert timeouts == {1: 7000, 2: 9000, 3: 7000}
+    racks = {broker_id: load_broker_config(str(broker.config_path), {}, {}).broker_rack
+             for broker_id, broker in cluster.broker_nodes.items()}
+    assert racks == {0: "everywhere", 1: "rack-one"}
+
+
+def test_a_restarted_node_appends_to_its_own_log(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """start_broker / start after a kill or a stop: the earlier output stays, the new follows,
+    each start marked. The node here is ``sh`` printing a line (the redirect is what counts)."""
+    import subprocess
+
+    real_popen = subprocess.Popen
+    runs = iter(range(1, 100))
+
+    def popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        role = args[3]  # [python, -m, chunkraft, broker|controller, --config, FILE]
+        return real_popen(["sh", "-c", f"echo {role} run {next(runs)}; exec sleep 30"],
+                          **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    cluster = LocalCluster(tmp_path / "cluster", size=1, broker_count=1)
+    cluster.prepare()
+    broker, node = cluster.broker_nodes[0], cluster.nodes[1]
+    broker.log_path.write_text("output of a run before this one\n")
+
+    def wait_for(path: Path, line: str) -> None:  # the child wrote before it is stopped
+        deadline = time.monotonic() + 10
+        while line not in path.read_text().splitlines() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    try:
+        cluster.start_broker(0)
+        wait_for(broker.log_path, "broker run 1")
+        cluster.kill_broker(0)
+        cluster.start_broker(0)
+        wait_for(broker.log_path, "broker run 2")
+        cluster.stop_broker(0, timeout=10)
+        cluster.start()
+        wait_for(node.log_path, "controller run 3")
+        cluster.kill(1)
+        cluster.start(1)
+        wait_for(node.log_path, "controller run 4")
+    finally:
+        cluster.stop_brokers(timeout=10)
+        cluster.stop(timeout=10)
+    text = broker.log_path.read_text()
+    assert text.startswith("output of a run before this one\n")
+    lines = text.splitlines()[1:]
+    assert [line for line in lines if not line.startswith("===")] == [
+        "broker run 1", "broker run 2"]
+    headers = [line for line in lines if line.startswith("===")]
+    assert len(headers) == 2 and all(
+        line.endswith(" broker 0 started by chunkraft (LocalCluster) ===") for line in headers)
+    node_lines = node.log_path.read_text().splitlines()
+    assert [line for line in node_lines if not line.startswith("===")] == [
+        "controller run 3", "controller run 4"]
+    assert len(node_lines) == 4
