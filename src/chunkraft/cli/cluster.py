@@ -4,32 +4,47 @@ Everything lives under one directory (``--dir``): each node's formatted data dir
 file and log, each broker's log dir, properties file and log, and ``cluster.json`` with the
 generated cluster id, Raft password and ports, so running the command again restarts the same
 cluster with its data. Brokers (``--brokers``, 3 by default, ids 0 .. n-1) start once the quorum
-is ready. Ctrl-C (or SIGTERM) stops every broker (a controlled shutdown) and then every node it
-started. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story against the quorum
+is ready. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story against the quorum
 first; ``--exit`` stops after the demo instead of serving until interrupted.
+
+While it serves it looks for dead nodes every 0.5 s: each is reaped (no zombie) and reported on
+stderr with its PID, its exit status or signal and its log file, and is not restarted.
+SIGINT (Ctrl-C, and also in a background job, where the shell had it ignored) and SIGTERM stop
+every broker (a controlled shutdown) and then every controller it started, by PID, and exit 0.
+``--controller-override`` / ``--broker-override [ID:]KEY=VALUE`` put settings into every node's
+properties file, or one node's, checked by the loaders before anything starts
+(:mod:`chunkraft.deploy.node_settings`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
+import subprocess
 import sys
-import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkraft.cli.errors import InputFileError, ToolError
 from chunkraft.cli.input_files import read_input_json
 from chunkraft.deploy.local_cluster import LocalCluster, write_private
+from chunkraft.deploy.node_settings import NodeOverride, check_overrides, parse_override
+from chunkraft.deploy.node_watch import NodeExit, reap_exited
+from chunkraft.errors import ConfigError
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
 
-__all__ = ["open_local_cluster", "register"]
+__all__ = ["STATE_FILE", "StopRequested", "open_local_cluster", "register", "report_dead"]
 
 STATE_FILE = "cluster.json"
+WATCH_INTERVAL = 0.5
+"""Seconds between two looks for dead nodes while the cluster serves."""
 
 
 def register(commands: Subcommands) -> None:
@@ -47,7 +62,22 @@ def register(commands: Subcommands) -> None:
     parser.add_argument("--demo", action="store_true", help="run the demo against the quorum")
     parser.add_argument("--exit", action="store_true",
                         help="stop the quorum after starting it (and after the demo)")
+    parser.add_argument("--controller-override", metavar="[ID:]KEY=VALUE", type=_override,
+                        action="append", default=[],
+                        help="a property of every controller's file, or of controller ID's "
+                             "only (repeatable; docs/operations.md lists them)")
+    parser.add_argument("--broker-override", metavar="[ID:]KEY=VALUE", type=_override,
+                        action="append", default=[],
+                        help="a property of every broker's file, or of broker ID's only "
+                             "(repeatable; docs/broker.md lists them)")
     parser.set_defaults(handler=_run)
+
+
+def _override(text: str) -> NodeOverride:
+    try:
+        return parse_override(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def open_local_cluster(directory: Path, controllers: int, brokers: int = 3) -> LocalCluster:
@@ -97,29 +127,115 @@ def _save(state_path: Path, cluster: LocalCluster) -> None:
     write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
 
 
+class StopRequested(Exception):
+    """SIGINT or SIGTERM arrived: stop every node, then exit 0."""
+
+
+class _Stopper:
+    """The SIGINT and SIGTERM handler of ``chunkraft cluster``: the first signal raises
+    :class:`StopRequested` in the main thread, wherever it waits (as Ctrl-C's KeyboardInterrupt
+    would), unless a :meth:`deferred` block runs (then at its end) or :meth:`shield` was called
+    (the shutdown has begun: a second signal must not interrupt it and orphan nodes).
+
+    Installed explicitly for SIGINT too: a background job of a non-interactive shell starts with
+    SIGINT ignored, and Python then installs no KeyboardInterrupt handler of its own. Main
+    thread only (``signal.signal``'s rule)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._deferring = 0
+        self._raised = False
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handle)
+
+    def shield(self) -> None:
+        """From now on a signal is noted, never raised."""
+        self._raised = True
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self._deferring or self._raised:
+            return
+        self._raised = True
+        raise StopRequested(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A block a signal must not cut in half (a fork whose Popen would be lost, so the
+        child never stopped); a signal that came meanwhile raises when it ends."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+        if not self._deferring and self.signum is not None and not self._raised:
+            self._raised = True
+            raise StopRequested(signal.Signals(self.signum).name)
+
+
+def _apply_overrides(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    """The overrides of ``args`` checked (ConfigError) and set on ``cluster``'s properties."""
+    controllers = check_overrides("controller", args.controller_override, cluster.nodes)
+    brokers = check_overrides("broker", args.broker_override, cluster.broker_nodes)
+    cluster.extra_properties.update(controllers.every)
+    cluster.node_properties.update(controllers.per_node)
+    cluster.broker_properties.update(brokers.every)
+    cluster.broker_node_properties.update(brokers.per_node)
+
+
+def _check_node_configs(cluster: LocalCluster) -> None:
+    """Loads every prepared properties file as the node will (the same environment), so a
+    setting refused together with the others (election timeouts, minimums) is refused before
+    any node starts; ConfigError."""
+    from chunkraft.broker_agent.config import load_broker_config
+    from chunkraft.controller.config import load_controller_config
+
+    for node in cluster.nodes.values():
+        load_controller_config(str(node.config_path), {}, os.environ)
+    for broker in cluster.broker_nodes.values():
+        load_broker_config(str(broker.config_path), {}, os.environ)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         cluster = open_local_cluster(args.dir, args.controllers, args.brokers)
-    except ToolError as error:
+        _apply_overrides(cluster, args)
+    except (ToolError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    cluster.prepare()
-    cluster.start()
+    stopper = _Stopper()
+    stopper.install()
+    status = 0
     try:
+        try:
+            status = _serve(cluster, args, stopper)
+        finally:
+            stopper.shield()
+            _stop_all(cluster)
+    except StopRequested:  # the signal came just as the block above ended, before shield()
+        _stop_all(cluster)
+    return status
+
+
+def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: _Stopper) -> int:
+    """Starts the cluster and serves until a signal (0) or an error (1); the caller stops
+    whatever was started."""
+    try:
+        cluster.prepare()
+        _check_node_configs(cluster)
+        with stopper.deferred():
+            cluster.start()
         started = time.monotonic()
         leader = cluster.wait_ready(timeout=60)
         print(f"chunkraft: {len(cluster.nodes)} controllers ready in "
               f"{time.monotonic() - started:.1f} s; cluster id {cluster.cluster_id}; "
               f"leader: controller {leader}")
         for node in cluster.nodes.values():
-            print(f"  controller {node.node_id}: {node.url}  (Raft 127.0.0.1:{node.raft_port}, "
-                  f"log {node.log_path})")
+            print(f"  controller {node.node_id}: {node.url}  (pid {_pid(node.process)}, "
+                  f"Raft 127.0.0.1:{node.raft_port}, log {node.log_path})")
         bootstrap = ",".join(cluster.urls)
         print(f"  credentials: {cluster.credentials_path} (admin's command-config: "
               f"{cluster.command_config_path})")
@@ -127,30 +243,75 @@ def _run(args: argparse.Namespace) -> int:
               f"--command-config {cluster.command_config_path}")
         if cluster.broker_nodes:
             started = time.monotonic()
-            cluster.start_brokers()
+            cluster.grant_broker_acls()
+            for broker_id in cluster.broker_nodes:
+                with stopper.deferred():
+                    cluster.start_broker(broker_id)
             cluster.wait_brokers_ready(timeout=60)
             print(f"chunkraft: {len(cluster.broker_nodes)} brokers registered and unfenced in "
                   f"{time.monotonic() - started:.1f} s")
             for broker in cluster.broker_nodes.values():
-                print(f"  broker {broker.broker_id}: {broker.url}  (logs {broker.log_dir}, "
-                      f"config {broker.config_path}, log {broker.log_path})")
+                print(f"  broker {broker.broker_id}: {broker.url}  (pid {_pid(broker.process)}, "
+                      f"logs {broker.log_dir}, config {broker.config_path}, "
+                      f"log {broker.log_path})")
         if args.demo:
             from chunkraft.deploy.demo_story import run_demo
 
             run_demo(cluster)
         if not args.exit:
-            print("serving; press Ctrl-C to stop every broker and controller")
-            while not stop.wait(0.5):
-                pass
-    except KeyboardInterrupt:
-        pass
-    except (RuntimeError, TimeoutError) as error:
+            print("serving; Ctrl-C or SIGTERM stops every broker, then every controller",
+                  flush=True)
+            _watch(cluster)
+    except StopRequested:
+        return 0
+    except (RuntimeError, TimeoutError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    finally:
-        if any(b.process is not None for b in cluster.broker_nodes.values()):
-            print("stopping the brokers (controlled shutdown)...")
-            cluster.stop_brokers(timeout=40)
-        print("stopping the controllers...")
-        cluster.stop()
     return 0
+
+
+def _pid(process: subprocess.Popen[bytes] | None) -> str:
+    return str(process.pid) if process is not None else "-"
+
+
+def _watch(cluster: LocalCluster) -> None:
+    """Reports the nodes that die (:func:`report_dead`) every ``WATCH_INTERVAL`` seconds until
+    a signal raises StopRequested."""
+    while True:
+        report_dead(cluster)
+        time.sleep(WATCH_INTERVAL)
+
+
+def report_dead(cluster: LocalCluster) -> list[NodeExit]:
+    """One look for nodes of ``cluster`` that died: each is reaped (no zombie) and named on
+    stderr with its PID, how it ended, its log and the command that restarts it by hand.
+
+    Not restarted here: a node that dies at once again (a bad setting, a full disk) would
+    restart in a loop and bury its first error deep in its log; the operator decides."""
+    dead_nodes = reap_exited(cluster)
+    for dead in dead_nodes:
+        print(f"chunkraft: {dead.describe()}", file=sys.stderr)
+        print(f"chunkraft: {dead.name} is not restarted; to restart it by hand, writing to "
+              f"the same log: {_restart_command(cluster, dead)}", file=sys.stderr, flush=True)
+    return dead_nodes
+
+
+def _restart_command(cluster: LocalCluster, dead: NodeExit) -> str:
+    if dead.kind == "broker":
+        config = cluster.broker_nodes[dead.node_id].config_path
+    else:
+        config = cluster.nodes[dead.node_id].config_path
+    return f"chunkraft {dead.kind} --config {config} >> {dead.log_path} 2>&1 &"
+
+
+def _stop_all(cluster: LocalCluster) -> None:
+    """Every broker this command started (a controlled shutdown: the quorum must still run),
+    then every controller; only the PIDs it started, those that died already are reaped."""
+    for dead in reap_exited(cluster):
+        print(f"chunkraft: {dead.describe()}", file=sys.stderr)
+    if any(b.process is not None for b in cluster.broker_nodes.values()):
+        print("stopping the brokers (controlled shutdown)...", flush=True)
+        cluster.stop_brokers(timeout=40)
+    if any(n.process is not None for n in cluster.nodes.values()):
+        print("stopping the controllers...", flush=True)
+        cluster.stop()

@@ -1,15 +1,28 @@
-"""``chunkraft cluster`` (chunkraft.cli.cluster): a state file it cannot use is an error line,
-never a traceback, and nothing starts. (Hostile bytes: tests/unit/cli/test_input_files.py.)"""
+"""``chunkraft cluster`` (chunkraft.cli.cluster): a state file it cannot use, or an override
+refused, is an error line, never a traceback, and nothing starts (hostile bytes:
+tests/unit/cli/test_input_files.py); its signal handling; its report of dead nodes. The real
+process: tests/integration/test_cluster_command.py."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from chunkraft.cli.cluster import STATE_FILE, open_local_cluster
+from chunkraft.cli.cluster import (
+    STATE_FILE,
+    StopRequested,
+    _Stopper,
+    open_local_cluster,
+    report_dead,
+)
 from chunkraft.cli.errors import InputFileError
 from chunkraft.cli.main import main
+from chunkraft.deploy.local_cluster import LocalCluster
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -30,3 +43,99 @@ def test_a_state_file_of_the_wrong_shape(tmp_path: Path, capsys: pytest.CaptureF
     assert err.startswith(f"error: cluster state file {state} is not one chunkraft cluster "
                           "wrote (") and problem in err
     assert err.count("\n") == 1 and state.read_text() == text  # not overwritten
+
+
+def _no_node_started(directory: Path) -> bool:
+    return not list(directory.glob("*/*.log"))
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--broker-override", "log.rol.ms=5"],
+     "error: --broker-override log.rol.ms=5: unknown setting 'log.rol.ms' (command line); "
+     "did you mean log.roll.ms?"),
+    (["--controller-override", "4:request.timeout.ms=5"],
+     "error: --controller-override 4:request.timeout.ms=5: this cluster has no controller 4 "
+     "(controller ids: 1, 2, 3)"),
+    (["--broker-override", "node.id=7"],
+     "error: --broker-override node.id=7: chunkraft cluster sets node.id itself"),
+    # refused only by the whole file's checks, still before anything starts
+    (["--controller-override", "2:raft.election.timeout.min.ms=900"],
+     "error: raft.election.timeout.max.ms (default): 500 must be more than "
+     "raft.election.timeout.min.ms (file {dir}/controller-2/controller.properties, line "),
+    (["--broker-override", "0:replica.fetch.max.bytes=0"],
+     "error: replica.fetch.max.bytes (file {dir}/broker-0/broker.properties, line "),
+])
+def test_a_refused_override_starts_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           flags: list[str], message: str) -> None:
+    assert main(["cluster", "--dir", str(tmp_path), "--exit", *flags]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(message.replace("{dir}", str(tmp_path)))
+    assert captured.err.count("\n") == 1
+    assert "ready" not in captured.out and _no_node_started(tmp_path)
+
+
+def test_an_override_of_the_wrong_shape_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["cluster", "--dir", str(tmp_path), "--broker-override", "x:log.roll.ms=1"])
+    assert caught.value.code == 2
+    assert "expected ID:KEY=VALUE with ID a node id" in capsys.readouterr().err
+
+
+@pytest.fixture
+def stopper() -> Iterator[_Stopper]:
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's start
+        yield _Stopper()
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def test_the_stopper_takes_sigint_even_when_it_was_ignored(stopper: _Stopper) -> None:
+    stopper.install()
+    with pytest.raises(StopRequested, match="SIGINT"):
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(5)  # not reached: the handler raises as soon as the signal is handled
+    signal.raise_signal(signal.SIGTERM)  # noted; one stop is enough
+    assert stopper.signum == signal.SIGINT
+
+
+def test_a_signal_in_a_deferred_block_raises_at_its_end(stopper: _Stopper) -> None:
+    stopper.install()
+    finished = False
+    with pytest.raises(StopRequested, match="SIGTERM"), stopper.deferred():
+        signal.raise_signal(signal.SIGTERM)
+        finished = True
+    assert finished
+
+
+def test_no_signal_raises_once_shielded(stopper: _Stopper) -> None:
+    stopper.install()
+    stopper.shield()
+    signal.raise_signal(signal.SIGTERM)
+    signal.raise_signal(signal.SIGINT)
+    assert stopper.signum == signal.SIGTERM
+
+
+def test_report_dead_names_each_dead_node_once(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = LocalCluster(tmp_path, size=1, broker_count=2)
+    quitter = subprocess.Popen(["sh", "-c", "exit 3"])
+    quitter.wait(timeout=10)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        cluster.broker_nodes[1].process, cluster.nodes[1].process = quitter, sleeper
+        dead = report_dead(cluster)
+        assert [(d.kind, d.node_id) for d in dead] == [("broker", 1)]
+        broker = cluster.broker_nodes[1]
+        assert capsys.readouterr().err.splitlines() == [
+            f"chunkraft: broker 1 (pid {quitter.pid}) died: exited with status 3; its log: "
+            f"{broker.log_path}",
+            f"chunkraft: broker 1 is not restarted; to restart it by hand, writing to the same "
+            f"log: chunkraft broker --config {broker.config_path} >> {broker.log_path} 2>&1 &"]
+        assert report_dead(cluster) == [] and capsys.readouterr().err == ""
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=10)
