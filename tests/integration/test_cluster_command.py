@@ -1,7 +1,8 @@
 """``chunkraft cluster`` as a real process on 127.0.0.1, as an operator runs it: a broker killed
 with kill -9 is reported and reaped, SIGTERM stops every node, SIGINT stops it also when it
 runs as a background job (SIGINT ignored, as a non-interactive shell starts one), and the
-``--controller-override`` / ``--broker-override`` settings reach the nodes.
+``--controller-override`` / ``--broker-override`` settings reach the nodes, and
+``--restart-dead`` starts a killed broker again into its own log.
 
 Only processes this test started are signalled: the command, by its PID, and a node it started
 by the PID it printed (checked to be a chunkraft process first). Every wait is bounded.
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from chunkraft.cli.cluster import RESTART_MIN_UPTIME
 
 START_TIMEOUT = 40.0
 STOP_TIMEOUT = 45.0
@@ -204,3 +207,34 @@ def test_an_unknown_override_starts_nothing(run_cluster: Callable[..., ClusterCo
     assert command.err() == ("error: --broker-override log.rol.ms=5: unknown setting "
                              "'log.rol.ms' (command line); did you mean log.roll.ms?\n")
     assert not list(command.directory.glob("*/*.log"))
+
+
+def test_restart_dead_restarts_a_killed_broker_into_its_own_log(
+        run_cluster: Callable[..., ClusterCommand]) -> None:
+    command = run_cluster("--brokers", "1", "--restart-dead")
+    command.wait_serving()
+    serving = time.monotonic()
+    nodes = command.nodes()
+    pid = nodes[("broker", 0)][1]
+    log = command.directory / "broker-0" / "broker.log"
+    # a node that dies within RESTART_MIN_UPTIME of its start is not restarted: outlive it
+    time.sleep(max(0.0, serving + RESTART_MIN_UPTIME + 0.5 - time.monotonic()))
+    os.kill(pid, signal.SIGKILL)
+    restarted = re.compile(r"chunkraft: broker 0 restarted \(--restart-dead\) as pid (\d+); "
+                           f"its log: {re.escape(str(log))}")
+    command.wait_output(lambda: restarted.search(command.err()) is not None, "restart line", 10)
+    assert f"chunkraft: broker 0 (pid {pid}) died: killed by signal 9 (SIGKILL)" in command.err()
+    match = restarted.search(command.err())
+    assert match is not None
+    new_pid = int(match[1])
+    assert new_pid != pid and _is_chunkraft(new_pid) and _state(pid) is None
+    # the same log, appended to: both starts' marks, the first run's output kept before them
+    text = log.read_text(errors="replace")
+    marks = [line for line in text.splitlines()
+             if line.startswith("===") and "broker 0 started by chunkraft" in line]
+    assert len(marks) == 2
+    assert text.index("broker 0 registered") < text.rindex(marks[1])  # the first run's output
+    # SIGTERM stops the restarted broker too: it is the command's own child
+    command.process.send_signal(signal.SIGTERM)
+    assert command.wait_exit() == 0, command.err()
+    assert _wait_gone([new_pid, *(p for _, p in nodes.values())]) == []

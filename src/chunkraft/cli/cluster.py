@@ -8,7 +8,9 @@ is ready. ``--demo`` walks through the KIP-1114 / KIP-195 / KIP-253 story agains
 first; ``--exit`` stops after the demo instead of serving until interrupted.
 
 While it serves it looks for dead nodes every 0.5 s: each is reaped (no zombie) and reported on
-stderr with its PID, its exit status or signal and its log file, and is not restarted.
+stderr with its PID, its exit status or signal and its log file; it is restarted only with
+``--restart-dead`` (not if it died within 10 s of its last start), else the report gives the
+command that restarts it by hand, appending to the same log.
 SIGINT (Ctrl-C, and also in a background job, where the shell had it ignored) and SIGTERM stop
 every broker (a controlled shutdown) and then every controller it started, by PID, and exit 0.
 ``--controller-override`` / ``--broker-override [ID:]KEY=VALUE`` put settings into every node's
@@ -26,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +42,20 @@ from chunkraft.errors import ConfigError
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
 
-__all__ = ["STATE_FILE", "StopRequested", "open_local_cluster", "register", "report_dead"]
+__all__ = [
+    "STATE_FILE",
+    "Restarter",
+    "StopRequested",
+    "open_local_cluster",
+    "register",
+    "report_dead",
+]
 
 STATE_FILE = "cluster.json"
 WATCH_INTERVAL = 0.5
 """Seconds between two looks for dead nodes while the cluster serves."""
+RESTART_MIN_UPTIME = 10.0
+"""``--restart-dead`` leaves stopped a node that died sooner than this after its last start."""
 
 
 def register(commands: Subcommands) -> None:
@@ -62,6 +73,10 @@ def register(commands: Subcommands) -> None:
     parser.add_argument("--demo", action="store_true", help="run the demo against the quorum")
     parser.add_argument("--exit", action="store_true",
                         help="stop the quorum after starting it (and after the demo)")
+    parser.add_argument("--restart-dead", action="store_true",
+                        help="start a node that died again (its log appended to), unless it "
+                             f"died within {RESTART_MIN_UPTIME:g} s of its last start; "
+                             "without it a dead node is only reported")
     parser.add_argument("--controller-override", metavar="[ID:]KEY=VALUE", type=_override,
                         action="append", default=[],
                         help="a property of every controller's file, or of controller ID's "
@@ -261,7 +276,7 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: _Stopper) -
         if not args.exit:
             print("serving; Ctrl-C or SIGTERM stops every broker, then every controller",
                   flush=True)
-            _watch(cluster)
+            _watch(cluster, stopper, Restarter(cluster) if args.restart_dead else None)
     except StopRequested:
         return 0
     except (RuntimeError, TimeoutError, ConfigError) as error:
@@ -274,25 +289,64 @@ def _pid(process: subprocess.Popen[bytes] | None) -> str:
     return str(process.pid) if process is not None else "-"
 
 
-def _watch(cluster: LocalCluster) -> None:
+def _watch(cluster: LocalCluster, stopper: _Stopper, restarter: Restarter | None) -> None:
     """Reports the nodes that die (:func:`report_dead`) every ``WATCH_INTERVAL`` seconds until
     a signal raises StopRequested."""
     while True:
-        report_dead(cluster)
+        with stopper.deferred():  # a restart's fork must not be cut in half
+            report_dead(cluster, restarter)
         time.sleep(WATCH_INTERVAL)
 
 
-def report_dead(cluster: LocalCluster) -> list[NodeExit]:
-    """One look for nodes of ``cluster`` that died: each is reaped (no zombie) and named on
-    stderr with its PID, how it ended, its log and the command that restarts it by hand.
+class Restarter:
+    """``--restart-dead``: starts a dead node again (its log appended to), unless it died less
+    than ``min_uptime`` seconds after its last start: a node that fails at once (a bad
+    setting, a full disk, a port taken) would otherwise restart in a loop every half second and
+    bury its first error deep in its log; it is left stopped, and said so. Not thread-safe."""
 
-    Not restarted here: a node that dies at once again (a bad setting, a full disk) would
-    restart in a loop and bury its first error deep in its log; the operator decides."""
+    def __init__(self, cluster: LocalCluster, min_uptime: float = RESTART_MIN_UPTIME,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.cluster = cluster
+        self.min_uptime = min_uptime
+        self.clock = clock
+        self._since = clock()  # every node started before serving began
+        self._last_start: dict[tuple[str, int], float] = {}
+
+    def restart(self, dead: NodeExit) -> str:
+        """Starts ``dead``'s node again, or not; the line that says which."""
+        now = self.clock()
+        up = now - self._last_start.get((dead.kind, dead.node_id), self._since)
+        if up < self.min_uptime:
+            return (f"{dead.name} died {up:.1f} s after it started, sooner than "
+                    f"{self.min_uptime:g} s: not restarted again (see its log; restart it "
+                    f"by hand: {_restart_command(self.cluster, dead)})")
+        if dead.kind == "broker":
+            self.cluster.start_broker(dead.node_id)
+            process = self.cluster.broker_nodes[dead.node_id].process
+        else:
+            self.cluster.start(dead.node_id)
+            process = self.cluster.nodes[dead.node_id].process
+        self._last_start[(dead.kind, dead.node_id)] = now
+        pid = process.pid if process is not None else "-"
+        return f"{dead.name} restarted (--restart-dead) as pid {pid}; its log: {dead.log_path}"
+
+
+def report_dead(cluster: LocalCluster, restarter: Restarter | None = None) -> list[NodeExit]:
+    """One look for nodes of ``cluster`` that died: each is reaped (no zombie) and named on
+    stderr with its PID, how it ended and its log; then restarted by ``restarter``, or, without
+    one, named with the command that restarts it by hand.
+
+    Without ``--restart-dead`` a node is not restarted: which node died, and why, is the
+    operator's to judge first (its log says); the report says how."""
     dead_nodes = reap_exited(cluster)
     for dead in dead_nodes:
         print(f"chunkraft: {dead.describe()}", file=sys.stderr)
-        print(f"chunkraft: {dead.name} is not restarted; to restart it by hand, writing to "
-              f"the same log: {_restart_command(cluster, dead)}", file=sys.stderr, flush=True)
+        if restarter is not None:
+            line = restarter.restart(dead)
+        else:
+            line = (f"{dead.name} is not restarted; to restart it by hand, writing to the "
+                    f"same log: {_restart_command(cluster, dead)}")
+        print(f"chunkraft: {line}", file=sys.stderr, flush=True)
     return dead_nodes
 
 

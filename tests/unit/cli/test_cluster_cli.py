@@ -15,6 +15,7 @@ import pytest
 
 from chunkraft.cli.cluster import (
     STATE_FILE,
+    Restarter,
     StopRequested,
     _Stopper,
     open_local_cluster,
@@ -139,3 +140,57 @@ def test_report_dead_names_each_dead_node_once(tmp_path: Path,
     finally:
         sleeper.kill()
         sleeper.wait(timeout=10)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_restart_dead_restarts_unless_the_node_died_soon_after_its_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = LocalCluster(tmp_path, size=1, broker_count=1)
+    started: list[str] = []
+
+    def start_broker(broker_id: int) -> None:
+        started.append(f"broker {broker_id}")
+        cluster.broker_nodes[broker_id].process = subprocess.Popen(["sh", "-c", "exit 1"])
+
+    def start(node_id: int | None = None) -> None:
+        started.append(f"controller {node_id}")
+        cluster.nodes[1].process = subprocess.Popen(["sh", "-c", "exit 2"])
+
+    monkeypatch.setattr(cluster, "start_broker", start_broker)
+    monkeypatch.setattr(cluster, "start", start)
+    clock = _Clock()
+    restarter = Restarter(cluster, min_uptime=10, clock=clock)
+    clock.now += 30  # up 30 s, then dies: restarted
+    first = subprocess.Popen(["sh", "-c", "exit 0"])
+    first.wait(timeout=10)
+    cluster.broker_nodes[0].process = first
+    assert [d.node_id for d in report_dead(cluster, restarter)] == [0]
+    replacement = cluster.broker_nodes[0].process
+    assert started == ["broker 0"] and replacement is not None
+    log = cluster.broker_nodes[0].log_path
+    assert capsys.readouterr().err.splitlines()[1] == (
+        f"chunkraft: broker 0 restarted (--restart-dead) as pid {replacement.pid}; its log: "
+        f"{log}")
+    replacement.wait(timeout=10)
+    clock.now += 4  # the replacement dies 4 s after its start: left stopped
+    assert [d.node_id for d in report_dead(cluster, restarter)] == [0]
+    assert started == ["broker 0"] and cluster.broker_nodes[0].process is None
+    assert capsys.readouterr().err.splitlines()[1].startswith(
+        "chunkraft: broker 0 died 4.0 s after it started, sooner than 10 s: not restarted "
+        "again (see its log; restart it by hand: chunkraft broker --config ")
+    controller = subprocess.Popen(["sh", "-c", "exit 0"])
+    controller.wait(timeout=10)
+    cluster.nodes[1].process = controller  # up since the restarter began: 34 s
+    assert [d.kind for d in report_dead(cluster, restarter)] == ["controller"]
+    assert started == ["broker 0", "controller 1"]
+    process = cluster.nodes[1].process
+    assert process is not None
+    process.wait(timeout=10)
