@@ -74,8 +74,8 @@ def register(commands: Subcommands) -> None:
     parser.add_argument("--exit", action="store_true",
                         help="stop the quorum after starting it (and after the demo)")
     parser.add_argument("--restart-dead", action="store_true",
-                        help="start a node that died again (its log appended to), unless it "
-                             f"died within {RESTART_MIN_UPTIME:g} s of its last start; "
+                        help="start again a node that dies, appending to its log (not one "
+                             f"that died within {RESTART_MIN_UPTIME:g} s of its last start); "
                              "without it a dead node is only reported")
     parser.add_argument("--controller-override", metavar="[ID:]KEY=VALUE", type=_override,
                         action="append", default=[],
