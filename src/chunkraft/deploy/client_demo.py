@@ -14,14 +14,18 @@ its own with one partition on broker 0 only, exactly as the KIP's test plan writ
 
 Topic and chunk changes go through the admin REST API (:class:`AdminClient`), records through
 :class:`~chunkraft.client.producer.Producer` and :class:`~chunkraft.client.consumer.Consumer`
-against the brokers' URLs only. Every poll prints which broker served its records. Each wait is
-bounded (:data:`WAIT_S`); a step that does not happen raises :class:`DemoError`.
+against the brokers' URLs only. The story runs on a :class:`LocalCluster`, or on any running
+cluster named by its URLs (:class:`DemoTarget`: controllers and brokers on hosts of their own,
+as in ``tests/integration/test_multi_host.py``). Every poll prints which broker served its
+records. Each wait is bounded (:data:`WAIT_S`); a step that does not happen raises
+:class:`DemoError`.
 """
 
 from __future__ import annotations
 
+import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -32,7 +36,8 @@ from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import Producer
 from chunkraft.deploy.local_cluster import LocalCluster
 
-__all__ = ["BROKERS", "WAIT_S", "DemoError", "ServedRange", "run_client_demo", "served_ranges"]
+__all__ = ["BROKERS", "WAIT_S", "DemoError", "DemoTarget", "ServedRange", "run_client_demo",
+           "served_ranges"]
 
 WAIT_S = 60.0
 """The longest any step waits (a leader change, a chunk copy, a poll for records)."""
@@ -43,6 +48,27 @@ POLL_MS = 1000
 
 class DemoError(RuntimeError):
     """A step of the story did not happen within :data:`WAIT_S`."""
+
+
+@dataclass(frozen=True)
+class DemoTarget:
+    """A running cluster as the story reaches it: the controllers' URLs, brokers 0, 1 and 2's
+    URLs, the admin's token and how to verify https peers. Immutable."""
+
+    controller_urls: Sequence[str]
+    broker_urls: Mapping[int, str]
+    token: str | None
+    verify: ssl.SSLContext | bool = True
+
+    @classmethod
+    def of_local(cls, cluster: LocalCluster) -> DemoTarget:
+        """``cluster``'s URLs and admin token; DemoError unless brokers 0..2 run."""
+        missing = [b for b in BROKERS
+                   if b not in cluster.broker_nodes or not cluster.broker_nodes[b].running]
+        if missing:
+            raise DemoError(f"the demo needs broker agents 0, 1 and 2 running; not: {missing}")
+        return cls(list(cluster.urls), {b: cluster.broker_url(b) for b in BROKERS},
+                   cluster.admin_token, cluster.verify)
 
 
 @dataclass(frozen=True)
@@ -70,13 +96,12 @@ def served_ranges(records: list[Any]) -> list[ServedRange]:
 class _Story:
     """The cluster's clients and the printing of steps."""
 
-    def __init__(self, cluster: LocalCluster, admin: AdminClient, out: TextIO) -> None:
-        self.cluster = cluster
+    def __init__(self, target: DemoTarget, admin: AdminClient, out: TextIO) -> None:
         self.admin = admin
         self.out = out
-        self.urls = [cluster.broker_url(b) for b in BROKERS]
-        self.token = cluster.admin_token
-        self.verify = cluster.verify
+        self.urls = [target.broker_urls[b] for b in BROKERS]
+        self.token = target.token
+        self.verify = target.verify
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
@@ -190,15 +215,16 @@ def _text(value: bytes | None) -> str:
     return value.decode("utf-8", errors="replace") if value is not None else "null"
 
 
-def run_client_demo(cluster: LocalCluster, out: TextIO) -> str:
+def run_client_demo(cluster: LocalCluster | DemoTarget, out: TextIO) -> str:
     """Tells the three acts on ``cluster`` (controllers ready, brokers 0..2 unfenced); returns
-    the first act's topic (for the hints printed after the demo)."""
-    missing = [b for b in BROKERS
-               if b not in cluster.broker_nodes or not cluster.broker_nodes[b].running]
+    the first act's topic (for the hints printed after the demo). A :class:`DemoTarget` names
+    a cluster by its URLs (any hosts); DemoError if a broker of 0..2 is missing."""
+    target = cluster if isinstance(cluster, DemoTarget) else DemoTarget.of_local(cluster)
+    missing = [b for b in BROKERS if b not in target.broker_urls]
     if missing:
-        raise DemoError(f"the demo needs broker agents 0, 1 and 2 running; not: {missing}")
-    with AdminClient(cluster.urls, CommandConfig(token=cluster.admin_token)) as admin:
-        story = _Story(cluster, admin, out)
+        raise DemoError(f"the demo needs brokers 0, 1 and 2; no URL for: {missing}")
+    with AdminClient(list(target.controller_urls), CommandConfig(token=target.token)) as admin:
+        story = _Story(target, admin, out)
         topic = _create_chunk_test(story)
         _transactional_create_chunk_test(story)
         _alter_chunk_assignments_test(story)
