@@ -7,7 +7,9 @@ yet) and 504. Every write carries an ``Idempotency-Key`` that stays the same acr
 so a write whose outcome was unknown (the controller died mid-way) is retried on another
 controller and still applies once. Retries are bounded by an attempt count and a deadline, and
 the client gives up early when every URL refuses connections twice in a row (a wrong address
-should fail in a second, not after the deadline).
+should fail in a second, not after the deadline). One connection attempt takes at most
+:data:`CONNECT_TIMEOUT_S`, so a controller on a host that is cut off (its packets dropped, no
+refusal) leaves time for the others.
 
 Read-your-writes: each write answers ``X-Metadata-Offset``, the offset it committed at; the
 client passes the highest offset it has seen as ``min_offset`` to every later read, so a read
@@ -39,6 +41,10 @@ PARTITIONS_PAGE = 10_000
 thousand (a whole 10,000-partition topic in one request)."""
 MAX_PAGES = 10_000
 """Pages one listing may follow (100 million partitions at 10,000 a page)."""
+CONNECT_TIMEOUT_S = 10.0
+"""The longest one connection attempt may take (Kafka's ``socket.connection.setup.timeout.ms``
+default). A controller whose host is cut off drops the SYNs silently; were the whole request
+timeout spent on it, the deadline would pass before the other controllers were tried."""
 
 
 class AdminError(Exception):
@@ -98,8 +104,9 @@ class AdminClient:
         verify: Any = True
         if any(url.startswith("https://") for url in self.urls):
             verify = self.config.ssl_context()
-        self._http = httpx.Client(timeout=timeout, headers=self.config.headers(),
-                                  verify=verify, transport=transport)
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S)),
+            headers=self.config.headers(), verify=verify, transport=transport)
 
     def close(self) -> None:
         self._http.close()

@@ -86,6 +86,25 @@ def test_a_write_after_a_timeout_is_sent_again_with_its_key() -> None:
     assert len(keys) == 2 and keys[0] == keys[1]
 
 
+def test_a_silent_controller_costs_one_connect_timeout_then_the_next_is_tried() -> None:
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.host)
+        # The request's own timeouts: a connect bounded apart from the request timeout.
+        assert request.extensions["timeout"]["connect"] == 10.0
+        assert request.extensions["timeout"]["read"] == 30.0
+        if len(asked) == 1:
+            raise httpx.ConnectTimeout("timed out", request=request)
+        return httpx.Response(201, json={"topic_name": "t"})
+
+    with client(handler) as admin:
+        assert admin.write("POST", "/v3/clusters/c/topics", {}) == {"topic_name": "t"}
+    assert len(asked) == 2 and asked[0] != asked[1]
+    with client(handler, timeout=2.0) as short:  # never longer than the request timeout
+        assert short._http.timeout.connect == 2.0
+
+
 def test_each_write_has_its_own_key() -> None:
     keys: list[str] = []
 
