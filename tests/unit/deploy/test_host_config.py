@@ -179,3 +179,12 @@ def test_relative_paths_are_refused() -> None:
                                  paths=BrokerPaths(token_file=Path("token")))
     with pytest.raises(ValueError, match="relative"):
         render_command_config(Path("admin.token"))
+
+
+def test_the_examples_in_operations_md_are_what_the_renderer_writes() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
+    hosts = ClusterHosts("MkU3OEVBNTcwNTJENDM2Qg", (
+        ControllerHost(1, "10.0.0.1"), ControllerHost(2, "10.0.0.2"),
+        ControllerHost(3, "10.0.0.3")))
+    assert f"```properties\n{render_controller_properties(hosts, 1)}```" in docs
+    assert f"```properties\n{render_broker_properties(hosts, 0, '10.0.1.1')}```" in docs
