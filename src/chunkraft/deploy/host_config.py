@@ -48,6 +48,9 @@ __all__ = [
 ]
 
 CONFIG_DIR = Path("/etc/chunkraft")
+CREDENTIALS_DIR = CONFIG_DIR / "credentials"
+"""Tokens and the credentials file, in a directory of the service user's own (deploy/systemd:
+``chunkraft credentials add`` run as that user writes files the services can read)."""
 CONTROLLER_PROPERTIES = CONFIG_DIR / "controller.properties"
 """Where a controller host keeps its file (the systemd unit's ``--config``)."""
 BROKER_PROPERTIES = CONFIG_DIR / "broker.properties"
@@ -206,7 +209,7 @@ class ControllerPaths:
 
     data_dir: Path = Path("/var/lib/chunkraft/controller")
     raft_password_file: Path = CONFIG_DIR / "raft-password"
-    credentials_file: Path = CONFIG_DIR / "credentials.json"
+    credentials_file: Path = CREDENTIALS_DIR / "credentials.json"
 
 
 @dataclass(frozen=True)
@@ -214,8 +217,8 @@ class BrokerPaths:
     """The files a broker host has besides its properties file (absolute paths)."""
 
     log_dir: Path = Path("/var/lib/chunkraft/broker")
-    token_file: Path = CONFIG_DIR / "broker.token"
-    credentials_file: Path = CONFIG_DIR / "credentials.json"
+    token_file: Path = CREDENTIALS_DIR / "broker.token"
+    credentials_file: Path = CREDENTIALS_DIR / "credentials.json"
 
 
 @dataclass

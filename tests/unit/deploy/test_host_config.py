@@ -100,10 +100,11 @@ def test_the_default_paths_are_those_of_the_systemd_layout() -> None:
     controller = parse_properties(render_controller_properties(hosts, 1))
     assert controller["data.dir"].value == "/var/lib/chunkraft/controller"
     assert controller["raft.password.file"].value == "/etc/chunkraft/raft-password"
-    assert controller["auth.credentials.file"].value == "/etc/chunkraft/credentials.json"
+    assert controller["auth.credentials.file"].value == \
+        "/etc/chunkraft/credentials/credentials.json"
     broker = parse_properties(render_broker_properties(hosts, 0, "198.18.7.4"))
     assert broker["log.dirs"].value == "/var/lib/chunkraft/broker"
-    assert broker["broker.token.file"].value == "/etc/chunkraft/broker.token"
+    assert broker["broker.token.file"].value == "/etc/chunkraft/credentials/broker.token"
     assert render_command_config(Path("/etc/chunkraft/admin.token")).endswith(
         "bearer.token.file=/etc/chunkraft/admin.token\n")
 
@@ -188,3 +189,21 @@ def test_the_examples_in_operations_md_are_what_the_renderer_writes() -> None:
         ControllerHost(3, "10.0.0.3")))
     assert f"```properties\n{render_controller_properties(hosts, 1)}```" in docs
     assert f"```properties\n{render_broker_properties(hosts, 0, '10.0.1.1')}```" in docs
+
+
+def test_the_systemd_examples_use_the_files_the_renderer_names() -> None:
+    """deploy/systemd's example properties and the renderer describe one host layout: the same
+    data, password, token and credentials files (the addresses differ: they are examples)."""
+    systemd = Path(__file__).resolve().parents[3] / "deploy" / "systemd"
+    hosts = cluster()
+    pairs = (
+        (systemd / "controller.properties.example", render_controller_properties(hosts, 1),
+         ("data.dir", "raft.password.file", "auth.credentials.file")),
+        (systemd / "broker.properties.example", render_broker_properties(hosts, 0, "198.18.7.4"),
+         ("log.dirs", "broker.token.file", "auth.credentials.file")),
+    )
+    for example, rendered, keys in pairs:
+        shipped = parse_properties(example.read_text())
+        ours = parse_properties(rendered)
+        for key in keys:
+            assert shipped[key].value == ours[key].value, (example.name, key)
