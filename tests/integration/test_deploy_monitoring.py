@@ -21,8 +21,8 @@ import httpx
 import pytest
 import yaml
 
-from chunkraft.deploy.local_cluster import LocalCluster
-from tests.integration.conftest import BASE_PROPERTIES, stop_cluster
+from tests.integration.conftest import BASE_PROPERTIES
+from tests.support.brokers import broker_cluster
 
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
 CONTROLLERS_JOB = "chunkraft-controllers"
@@ -100,14 +100,8 @@ def parse_exposition(text: str) -> Series:
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Series, Series]]:
     """(a controller's series, every controller's merged, ...) and a broker's: 3 controllers
     and 1 broker, each scraped twice (the second answer counts the first request)."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("monitoring"), broker_count=1,
-                           extra_properties=dict(BASE_PROPERTIES))
-    try:
-        cluster.prepare()
-        cluster.start()
-        cluster.wait_ready(timeout=60)
-        cluster.start_brokers()
-        cluster.wait_brokers_ready(timeout=60)
+    with broker_cluster(tmp_path_factory.mktemp("monitoring"), brokers=1,
+                        properties=dict(BASE_PROPERTIES)) as cluster:
 
         def scrape(url: str) -> Series:
             httpx.get(f"{url}/metrics", headers=cluster.headers, timeout=10).raise_for_status()
@@ -120,11 +114,6 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Series, 
             for name, labels in scrape(url).items():
                 controllers.setdefault(name, []).extend(labels)
         yield controllers, scrape(cluster.broker_url(0))
-    finally:
-        try:
-            cluster.stop_brokers(timeout=40)
-        finally:
-            stop_cluster(cluster)
 
 
 def test_the_rules_and_the_dashboard_have_expressions() -> None:

@@ -104,6 +104,17 @@ def write_private(path: Path, text: str) -> None:
         file.write(text)
 
 
+def _spawn(role: str, config_path: Path, log_path: Path, label: str
+           ) -> subprocess.Popen[bytes]:
+    """``chunkraft <role> --config <config_path>`` in a session of its own, its output appended
+    to its log after a line marking the start (see :func:`_open_log`)."""
+    with _open_log(log_path, label) as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "chunkraft", role, "--config", str(config_path)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+
+
 def _open_log(path: Path, name: str) -> BinaryIO:
     """``path`` opened to append (created if missing, never truncated), after a line that
     marks where this start of ``name`` begins, for a child's stdout and stderr.
@@ -437,12 +448,8 @@ class LocalCluster:
         broker = self.broker_nodes[broker_id]
         if broker.running:
             return
-        with _open_log(broker.log_path, f"broker {broker_id}") as log:
-            broker.process = subprocess.Popen(
-                [sys.executable, "-m", "chunkraft", "broker", "--config",
-                 str(broker.config_path)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        broker.process = _spawn("broker", broker.config_path, broker.log_path,
+                                f"broker {broker_id}")
 
     def start_brokers(self, *, grant: bool = True) -> None:
         """Grants the brokers' ACLs (``grant``) and starts every stopped broker."""
@@ -526,12 +533,8 @@ class LocalCluster:
         for node in targets:
             if node.running:
                 continue
-            with _open_log(node.log_path, f"controller {node.node_id}") as log:
-                node.process = subprocess.Popen(
-                    [sys.executable, "-m", "chunkraft", "controller", "--config",
-                     str(node.config_path)],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+            node.process = _spawn("controller", node.config_path, node.log_path,
+                                  f"controller {node.node_id}")
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the node gets no chance to flush or say goodbye."""
