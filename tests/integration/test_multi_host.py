@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import pytest
 
 from chunkraft.chaos.faults import NetworkFaults
-from chunkraft.chaos.netns import NETNS_DIR, Hosts
+from chunkraft.chaos.netns import Hosts, kernel_names
 from chunkraft.controller.storage import random_cluster_id
 from chunkraft.deploy.host_config import (
     BrokerPaths,
@@ -310,13 +310,6 @@ def agreed_leader(answers: dict[int, dict[str, Any] | None], node_ids: list[int]
     leaders = {view["leader_id"] for view in views if view is not None}
     leader = leaders.pop() if len(leaders) == 1 else None
     return leader if isinstance(leader, int) and leader in node_ids else None
-
-
-def kernel_names(prefix: str) -> list[str]:
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
-                           check=True).stdout
-    netns = [entry.name for entry in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
-    return [name for name in [*netns, *links.split()] if prefix in name]
 
 
 @pytest.fixture

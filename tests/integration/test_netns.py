@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from chunkraft.chaos.faults import NetworkFaults
-from chunkraft.chaos.netns import NETNS_DIR, Hosts, leftover_prefixes
+from chunkraft.chaos.netns import Hosts, kernel_names, leftover_prefixes
 from chunkraft.chaos.netns_cluster import NetnsCluster
 
 
@@ -106,13 +106,6 @@ def reachable_pairs(hosts: Hosts) -> set[tuple[int, int]]:
 
 def all_pairs(count: int) -> set[tuple[int, int]]:
     return {(a, b) for a in range(count) for b in range(count) if a != b}
-
-
-def kernel_names(prefix: str) -> list[str]:
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
-                           check=True).stdout
-    netns = [entry.name for entry in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
-    return [name for name in [*netns, *links.split()] if prefix in name]
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ __all__ = [
     "Hosts",
     "HostsError",
     "Layout",
+    "kernel_names",
     "leftover_prefixes",
     "netns_exec",
 ]
@@ -155,6 +156,14 @@ def _run(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProc
     if check and result.returncode != 0:
         raise HostsError(f"{' '.join(argv)}: exit {result.returncode}: {result.stderr.strip()}")
     return result
+
+
+def kernel_names(prefix: str) -> list[str]:
+    """Network namespaces and links whose name holds ``prefix``: what a harness must have
+    removed once it is closed (tests check that nothing is left)."""
+    links = _run(["ip", "-o", "link", "show"]).stdout
+    netns = [entry.name for entry in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
+    return [name for name in [*netns, *links.split()] if prefix in name]
 
 
 def pid_alive(pid: int) -> bool:
