@@ -20,6 +20,8 @@ same KIP-1114 plan with its own cluster, and its output is checked; ``chunkraft 
 from __future__ import annotations
 
 import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -157,6 +159,49 @@ def test_chunkraft_demo_shows_which_broker_served_each_poll(
                      ("1", "2", "0", "9"), ("2", "1", "10", "19")], done.stdout  # the move
     assert "inactive chunk start 0 stop 9 end 19: replicas [0], epoch 0" in done.stdout
     assert "stopping the controllers..." in done.stdout
+
+
+def test_chunkraft_demo_in_the_background_stops_on_sigint(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A background job of a non-interactive shell starts with SIGINT ignored; the serving demo
+    still stops every node it started on SIGINT (README: it serves until Ctrl-C)."""
+    directory = tmp_path_factory.mktemp("demo-sigint")
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "chunkraft", "demo", "--dir", str(directory)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    lines: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            lines.append(line)
+            if line.startswith("serving;"):
+                serving.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert serving.wait(300), "".join(lines)
+        ports = [int(port) for port in re.findall(r"http://127\.0\.0\.1:(\d+)", "".join(lines))]
+        assert len(set(ports)) >= 6, "".join(lines)  # 3 controllers and 3 brokers listed
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=120) == 0, "".join(lines)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait(timeout=30)
+        reader.join(timeout=10)
+        assert demo.stdout is not None
+        demo.stdout.close()
+    output = "".join(lines)
+    assert "stopping the brokers (controlled shutdown)..." in output
+    assert "stopping the controllers..." in output
+    for port in set(ports):  # nothing it started listens any more
+        with socket.socket() as probe:
+            probe.settimeout(1.0)
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, port
 
 
 def chunkraft(*words: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -21,19 +21,18 @@ properties file, or one node's, checked by the loaders before anything starts
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkraft.cli.errors import InputFileError, ToolError
 from chunkraft.cli.input_files import read_input_json
+from chunkraft.cli.stop_signals import Stopper, StopRequested
 from chunkraft.deploy.local_cluster import LocalCluster, write_private
 from chunkraft.deploy.node_settings import NodeOverride, check_overrides, parse_override
 from chunkraft.deploy.node_watch import NodeExit, reap_exited
@@ -142,55 +141,6 @@ def _save(state_path: Path, cluster: LocalCluster) -> None:
     write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
 
 
-class StopRequested(Exception):
-    """SIGINT or SIGTERM arrived: stop every node, then exit 0."""
-
-
-class _Stopper:
-    """The SIGINT and SIGTERM handler of ``chunkraft cluster``: the first signal raises
-    :class:`StopRequested` in the main thread, wherever it waits (as Ctrl-C's KeyboardInterrupt
-    would), unless a :meth:`deferred` block runs (then at its end) or :meth:`shield` was called
-    (the shutdown has begun: a second signal must not interrupt it and orphan nodes).
-
-    Installed explicitly for SIGINT too: a background job of a non-interactive shell starts with
-    SIGINT ignored, and Python then installs no KeyboardInterrupt handler of its own. Main
-    thread only (``signal.signal``'s rule)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._deferring = 0
-        self._raised = False
-
-    def install(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._handle)
-
-    def shield(self) -> None:
-        """From now on a signal is noted, never raised."""
-        self._raised = True
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if self.signum is None:
-            self.signum = signum
-        if self._deferring or self._raised:
-            return
-        self._raised = True
-        raise StopRequested(signal.Signals(signum).name)
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        """A block a signal must not cut in half (a fork whose Popen would be lost, so the
-        child never stopped); a signal that came meanwhile raises when it ends."""
-        self._deferring += 1
-        try:
-            yield
-        finally:
-            self._deferring -= 1
-        if not self._deferring and self.signum is not None and not self._raised:
-            self._raised = True
-            raise StopRequested(signal.Signals(self.signum).name)
-
-
 def _apply_overrides(cluster: LocalCluster, args: argparse.Namespace) -> None:
     """The overrides of ``args`` checked (ConfigError) and set on ``cluster``'s properties."""
     controllers = check_overrides("controller", args.controller_override, cluster.nodes)
@@ -221,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
     except (ToolError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    stopper = _Stopper()
+    stopper = Stopper()
     stopper.install()
     status = 0
     try:
@@ -235,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
-def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: _Stopper) -> int:
+def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) -> int:
     """Starts the cluster and serves until a signal (0) or an error (1); the caller stops
     whatever was started."""
     try:
@@ -289,7 +239,7 @@ def _pid(process: subprocess.Popen[bytes] | None) -> str:
     return str(process.pid) if process is not None else "-"
 
 
-def _watch(cluster: LocalCluster, stopper: _Stopper, restarter: Restarter | None) -> None:
+def _watch(cluster: LocalCluster, stopper: Stopper, restarter: Restarter | None) -> None:
     """Reports the nodes that die (:func:`report_dead`) every ``WATCH_INTERVAL`` seconds until
     a signal raises StopRequested."""
     while True:

@@ -13,14 +13,13 @@ controller it started is stopped. ``chunkraft cluster --demo`` still tells the m
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from chunkraft.cli.errors import ToolError
+from chunkraft.cli.stop_signals import Stopper, StopRequested
 from chunkraft.deploy.local_cluster import LocalCluster
 
 if TYPE_CHECKING:
@@ -113,31 +112,35 @@ def _run(args: argparse.Namespace) -> int:
     from chunkraft.deploy.client_demo import DemoError, run_client_demo
 
     out = sys.stdout
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
+    # SIGINT (Ctrl-C, also for a background job, which starts with SIGINT ignored) and SIGTERM
+    # stop every broker and controller this command started, whenever they come.
+    stopper = Stopper()
+    stopper.install()
     try:
         cluster = open_cluster(args.dir)
     except (RuntimeError, OSError, ValueError, ToolError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    status = 0
     try:
-        boot(cluster, out)
-        topic = run_client_demo(cluster, out)
-        if not args.exit:
-            _hints(cluster, topic, out)
-            print("serving; press Ctrl-C to stop every broker and controller", file=out,
-                  flush=True)
-            while not stop.wait(0.5):
-                pass
-    except KeyboardInterrupt:
-        pass
-    except (DemoError, RuntimeError, TimeoutError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    finally:
+        try:
+            with stopper.deferred():  # never between a node's fork and its Popen
+                boot(cluster, out)
+            topic = run_client_demo(cluster, out)
+            if not args.exit:
+                _hints(cluster, topic, out)
+                print("serving; press Ctrl-C (or send SIGTERM) to stop every broker and "
+                      "controller", file=out, flush=True)
+                while True:
+                    time.sleep(0.5)  # until a signal raises StopRequested
+        except StopRequested:
+            pass
+        except (DemoError, RuntimeError, TimeoutError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            status = 1
+        finally:
+            stopper.shield()
+            stop_cluster(cluster, out)
+    except StopRequested:  # it came just as the block above ended, before shield()
         stop_cluster(cluster, out)
-    return 0
+    return status

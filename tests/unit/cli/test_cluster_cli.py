@@ -5,10 +5,7 @@ process: tests/integration/test_cluster_command.py."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +13,6 @@ import pytest
 from chunkraft.cli.cluster import (
     STATE_FILE,
     Restarter,
-    StopRequested,
-    _Stopper,
     open_local_cluster,
     report_dead,
 )
@@ -81,43 +76,6 @@ def test_an_override_of_the_wrong_shape_is_a_usage_error(
         main(["cluster", "--dir", str(tmp_path), "--broker-override", "x:log.roll.ms=1"])
     assert caught.value.code == 2
     assert "expected ID:KEY=VALUE with ID a node id" in capsys.readouterr().err
-
-
-@pytest.fixture
-def stopper() -> Iterator[_Stopper]:
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's start
-        yield _Stopper()
-    finally:
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
-
-
-def test_the_stopper_takes_sigint_even_when_it_was_ignored(stopper: _Stopper) -> None:
-    stopper.install()
-    with pytest.raises(StopRequested, match="SIGINT"):
-        signal.raise_signal(signal.SIGINT)
-        time.sleep(5)  # not reached: the handler raises as soon as the signal is handled
-    signal.raise_signal(signal.SIGTERM)  # noted; one stop is enough
-    assert stopper.signum == signal.SIGINT
-
-
-def test_a_signal_in_a_deferred_block_raises_at_its_end(stopper: _Stopper) -> None:
-    stopper.install()
-    finished = False
-    with pytest.raises(StopRequested, match="SIGTERM"), stopper.deferred():
-        signal.raise_signal(signal.SIGTERM)
-        finished = True
-    assert finished
-
-
-def test_no_signal_raises_once_shielded(stopper: _Stopper) -> None:
-    stopper.install()
-    stopper.shield()
-    signal.raise_signal(signal.SIGTERM)
-    signal.raise_signal(signal.SIGINT)
-    assert stopper.signum == signal.SIGTERM
 
 
 def test_report_dead_names_each_dead_node_once(tmp_path: Path,
