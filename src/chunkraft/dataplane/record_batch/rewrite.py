@@ -13,6 +13,7 @@ from chunkraft.dataplane.record_batch.layout import (
     _EPOCH,
     BATCH_HEADER_SIZE,
     MAX_OFFSET,
+    BatchHeader,
     Buffer,
     UnsupportedCompressionError,
 )
@@ -92,19 +93,7 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
         return None
     if len(kept) == header.record_count:
         return data
-    return _assemble(
-        b"".join(kept),
-        base_offset=header.base_offset,
-        partition_leader_epoch=header.partition_leader_epoch,
-        attributes=header.attributes,
-        last_offset_delta=header.last_offset_delta,
-        base_timestamp=header.base_timestamp,
-        max_timestamp=header.max_timestamp,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        record_count=len(kept),
-    )
+    return _with_records(header, b"".join(kept), len(kept))
 
 
 def without_records(view: Buffer) -> bytes:
@@ -115,8 +104,14 @@ def without_records(view: Buffer) -> bytes:
     emptied batch after compaction: a reader moves past ``last_offset`` instead of fetching the
     same offsets again."""
     header = parse_header(view)
+    return _with_records(header, b"", 0)
+
+
+def _with_records(header: BatchHeader, records: bytes, count: int) -> bytes:
+    """A batch with ``header``'s fields (offsets, epochs, producer, timestamps) around other
+    records: ``count`` of them, encoded in ``records``; a new CRC."""
     return _assemble(
-        b"",
+        records,
         base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
         attributes=header.attributes,
@@ -126,6 +121,5 @@ def without_records(view: Buffer) -> bytes:
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
-        record_count=0,
+        record_count=count,
     )
-
