@@ -41,21 +41,25 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import signal
-import socket
 import ssl
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import httpx
 
 from chunkraft.controller.storage import format_storage, random_cluster_id
+from chunkraft.deploy.node_process import (
+    BrokerProcess,
+    ControllerProcess,
+    free_ports,
+    spawn_node,
+    write_private,
+)
 from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security import credentials
 from chunkraft.security.certificates import Issued, issue_certificate, make_ca
@@ -73,105 +77,6 @@ ADMIN_PRINCIPAL = "User:admin"
 CREDENTIALS_FILE = "credentials.json"
 TOKENS_FILE = "tokens.json"
 COMMAND_CONFIG_FILE = "admin.properties"
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago (bound to port 0, then released)."""
-    sockets: list[socket.socket] = []
-    ports: list[int] = []
-    try:
-        while len(ports) < count:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            sockets.append(sock)
-            ports.append(sock.getsockname()[1])
-    finally:
-        for sock in sockets:
-            sock.close()
-    return ports
-
-
-def write_private(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` readable by its owner only, from its first byte.
-
-    The file is created with mode 0600 (an existing one is emptied, then narrowed, before the
-    text goes in), so a secret is never in a world-readable file, not even until a later
-    chmod, and not if the process dies half-way.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        os.fchmod(fd, 0o600)
-        file.write(text)
-
-
-def _spawn(role: str, config_path: Path, log_path: Path, label: str
-           ) -> subprocess.Popen[bytes]:
-    """``chunkraft <role> --config <config_path>`` in a session of its own, its output appended
-    to its log after a line marking the start (see :func:`_open_log`)."""
-    with _open_log(log_path, label) as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "chunkraft", role, "--config", str(config_path)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-
-
-def _open_log(path: Path, name: str) -> BinaryIO:
-    """``path`` opened to append (created if missing, never truncated), after a line that
-    marks where this start of ``name`` begins, for a child's stdout and stderr.
-
-    O_APPEND: every write of the child lands at the end of the file, so the output of a node
-    started again (after a stop, a kill or a crash) follows its earlier runs' output, and a
-    restart by hand with ``>> LOG`` interleaves safely with nothing lost."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    log = path.open("ab")
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    log.write(f"=== {stamp} {name} started by chunkraft (LocalCluster) ===\n".encode())
-    log.flush()  # before the child's own writes, which bypass this buffer
-    return log
-
-
-@dataclass
-class ControllerProcess:
-    """One controller node of a LocalCluster; ``process`` is None while it is stopped."""
-
-    node_id: int
-    raft_port: int
-    http_port: int
-    data_dir: Path
-    config_path: Path
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    scheme: str = "http"
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.http_port}"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-
-@dataclass
-class BrokerProcess:
-    """One broker agent of a LocalCluster; ``process`` is None while it is stopped."""
-
-    broker_id: int
-    http_port: int
-    log_dir: Path
-    config_path: Path
-    log_path: Path
-    token_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    scheme: str = "http"
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.http_port}"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
 
 @dataclass
@@ -448,7 +353,7 @@ class LocalCluster:
         broker = self.broker_nodes[broker_id]
         if broker.running:
             return
-        broker.process = _spawn("broker", broker.config_path, broker.log_path,
+        broker.process = spawn_node("broker", broker.config_path, broker.log_path,
                                 f"broker {broker_id}")
 
     def start_brokers(self, *, grant: bool = True) -> None:
@@ -533,7 +438,7 @@ class LocalCluster:
         for node in targets:
             if node.running:
                 continue
-            node.process = _spawn("controller", node.config_path, node.log_path,
+            node.process = spawn_node("controller", node.config_path, node.log_path,
                                   f"controller {node.node_id}")
 
     def kill(self, node_id: int) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import stat
 import time
 from pathlib import Path
@@ -18,21 +17,12 @@ from chunkraft.cli.cluster import STATE_FILE, open_local_cluster
 from chunkraft.controller.config import load_controller_config
 from chunkraft.controller.properties import parse_properties
 from chunkraft.controller.storage import check_storage, read_meta_properties
-from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.records.uuids import parse_kafka_uuid
 
 
 def mode_of(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-def test_free_ports_are_distinct_and_bindable() -> None:
-    ports = free_ports(12)
-    assert len(ports) == len(set(ports)) == 12
-    assert all(1024 <= port <= 65535 for port in ports)
-    for port in ports[:3]:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", port))  # released again, so usable
 
 
 def test_a_cluster_gets_distinct_ports_and_a_dir_per_node(tmp_path: Path) -> None:

@@ -1,0 +1,27 @@
+"""chunkraft.deploy.node_process: ports, private files and node processes' logs."""
+
+from __future__ import annotations
+
+import socket
+import stat
+from pathlib import Path
+
+from chunkraft.deploy.node_process import free_ports, write_private
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(12)
+    assert len(ports) == len(set(ports)) == 12
+    assert all(1024 <= port <= 65535 for port in ports)
+    for port in ports[:3]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # released again, so usable
+
+
+def test_a_private_file_is_owner_only_even_when_it_existed_open_to_all(tmp_path: Path) -> None:
+    path = tmp_path / "secret"
+    path.write_text("old, longer text")
+    path.chmod(0o644)
+    write_private(path, "new")
+    assert path.read_text() == "new"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
