@@ -80,8 +80,24 @@ def _open_log(path: Path, name: str) -> BinaryIO:
     return log
 
 
+class _NodeProcess:
+    """What a controller and a broker process answer alike: their URL, and whether they run."""
+
+    http_port: int
+    process: subprocess.Popen[bytes] | None
+    scheme: str
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
 @dataclass
-class ControllerProcess:
+class ControllerProcess(_NodeProcess):
     """One controller node of a LocalCluster; ``process`` is None while it is stopped."""
 
     node_id: int
@@ -93,17 +109,9 @@ class ControllerProcess:
     process: subprocess.Popen[bytes] | None = None
     scheme: str = "http"
 
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.http_port}"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
 
 @dataclass
-class BrokerProcess:
+class BrokerProcess(_NodeProcess):
     """One broker agent of a LocalCluster; ``process`` is None while it is stopped."""
 
     broker_id: int
@@ -114,11 +122,3 @@ class BrokerProcess:
     token_path: Path
     process: subprocess.Popen[bytes] | None = None
     scheme: str = "http"
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.http_port}"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
