@@ -26,8 +26,10 @@ FORWARDING_CLIENTS = 16
 class ControllerContext:
     """The controller node behind the HTTP surface.
 
-    ``controller_urls`` maps every voter's node id to its HTTP URL, so a write that reaches a
-    follower is forwarded to the leader. ``heartbeats`` is the leader's in-memory view of broker
+    ``controller_urls`` maps every configured voter's node id to its HTTP URL
+    (``controller.http.urls``), so a write that reaches a follower is forwarded to the leader;
+    a controller registered in the image (added with ``chunkraft quorum add-controller``) is
+    found there (:meth:`controller_url`). ``heartbeats`` is the leader's in-memory view of broker
     sessions (not replicated: a new leader starts every session afresh, as Kafka does).
     """
 
@@ -81,6 +83,20 @@ class ControllerContext:
                           for _ in range(FORWARDING_CLIENTS)]
         self._turn = (self._turn + 1) % len(self._pool)
         return self._pool[self._turn]
+
+    def controller_url(self, node_id: int) -> str | None:
+        """Controller ``node_id``'s HTTP URL: its registration in the committed image if it
+        has one (newer than any configuration), else the configured one."""
+        registered = self.controller.image.controllers.get(node_id)
+        if registered is not None:
+            return registered.http_url
+        return self.controller_urls.get(node_id)
+
+    def all_controller_urls(self) -> dict[int, str]:
+        """Every controller's HTTP URL this node knows (:meth:`controller_url`), by id."""
+        urls = dict(self.controller_urls)
+        urls.update({r.controller_id: r.http_url for r in self.controller.image.controllers})
+        return urls
 
     async def aclose(self) -> None:
         clients, self._pool = self._pool, []
