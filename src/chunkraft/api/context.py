@@ -12,6 +12,7 @@ import httpx
 
 from chunkraft.api.authentication import Authenticator
 from chunkraft.api.limits import RequestLimits
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
@@ -78,8 +79,8 @@ class ControllerContext:
             # (about 50 ms, 0.25 s on a busy host), which held the loop for seconds at the
             # first forwarded write when every client built its own (issue 17's profile).
             verify = self.ssl_context or ssl.create_default_context()
-            self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits,
-                                            verify=verify)
+            timeout = cluster_timeout(self.forward_timeout)
+            self._pool = [httpx.AsyncClient(timeout=timeout, limits=limits, verify=verify)
                           for _ in range(FORWARDING_CLIENTS)]
         self._turn = (self._turn + 1) % len(self._pool)
         return self._pool[self._turn]
