@@ -11,7 +11,11 @@ leader, all three ready), the three brokers register with their host addresses a
 unfenced, KIP-1114's demo story runs from the client host, and with one controller host's link
 down (the leader's) the majority still commits a topic created from the client host, and the
 cut host rejoins (ready, following the leader, on the same image) once its link is back, with
-the brokers still unfenced. The timings of each phase are printed.
+the brokers still unfenced. Then a controller host dies for good and an eighth host, with a new
+address, replaces it as controller 4 (``chunkraft quorum remove-controller``, then a data dir
+formatted with ``--no-initial-controllers`` and ``add-controller``, all from the client host):
+the two survivors keep their majority throughout, the new controller catches up on their image,
+and a topic created afterwards reaches all three. The timings of each phase are printed.
 
 Every wait is bounded in count and time; only the processes started here are stopped, by PID
 (the harness stops any left on exit); the namespaces are removed even on failure. Needs root
@@ -55,6 +59,9 @@ CONTROLLERS = 3
 BROKERS = 3
 CLIENT = CONTROLLERS + BROKERS
 """The client host's index (hosts 0..2 are controllers 1..3, hosts 3..5 brokers 0..2)."""
+REPLACEMENT = CLIENT + 1
+"""The host of controller 4, which replaces a controller host that died."""
+NEW_CONTROLLER = CONTROLLERS + 1
 BUDGET_S = 180.0
 """The whole test must take less than this on the project's 2-core machines."""
 READY_S = 60.0
@@ -147,6 +154,8 @@ class Deployment:
     brokers: dict[int, Node] = field(default_factory=dict)
     data_dirs: dict[int, Path] = field(default_factory=dict)
     admin_token: str = field(default="", repr=False)
+    password: str = field(default="", repr=False)
+    digests: list[credentials.CredentialEntry] = field(default_factory=list, repr=False)
     command_config: Path = field(init=False)
     chunkraft: str = field(default_factory=chunkraft_command)
 
@@ -160,20 +169,10 @@ class Deployment:
         digests = [credentials.CredentialEntry(principal, credentials.token_digest(token),
                                                credentials.now_text(), "multi-host test")
                    for principal, token in tokens.items()]
-        password = secrets.token_urlsafe(24)
+        self.password = secrets.token_urlsafe(24)
+        self.digests = digests
         for index in range(CONTROLLERS):
-            etc, var = self._host_dirs(index)
-            paths = ControllerPaths(var / "controller", etc / "raft-password",
-                                    etc / "credentials.json")
-            write_private(paths.raft_password_file, password + "\n")
-            credentials.write_credentials(paths.credentials_file, digests)
-            node_id = index + 1
-            self.data_dirs[node_id] = paths.data_dir
-            config = etc / "controller.properties"
-            config.write_text(render_controller_properties(self.layout, node_id, paths=paths))
-            self.controllers[node_id] = Node(f"controller {node_id}", index, config,
-                                             var / "controller.log",
-                                             self.layout.controller_url(node_id))
+            self._controller_files(index + 1, index, self.layout)
         for broker_id in range(BROKERS):
             index = CONTROLLERS + broker_id
             etc, var = self._host_dirs(index)
@@ -191,6 +190,22 @@ class Deployment:
         self.command_config = etc / "admin.properties"
         self.command_config.write_text(render_command_config(etc / "admin.token"))
 
+    def _controller_files(self, node_id: int, index: int, layout: ClusterHosts) -> Node:
+        """Controller ``node_id``'s files on host ``index``, its properties rendered from
+        ``layout``; its Node (not started)."""
+        etc, var = self._host_dirs(index)
+        paths = ControllerPaths(var / "controller", etc / "raft-password",
+                                etc / "credentials.json")
+        write_private(paths.raft_password_file, self.password + "\n")
+        credentials.write_credentials(paths.credentials_file, self.digests)
+        self.data_dirs[node_id] = paths.data_dir
+        config = etc / "controller.properties"
+        config.write_text(render_controller_properties(layout, node_id, paths=paths))
+        node = Node(f"controller {node_id}", index, config, var / "controller.log",
+                    layout.controller_url(node_id))
+        self.controllers[node_id] = node
+        return node
+
     def _host_dirs(self, index: int) -> tuple[Path, Path]:
         etc = self.root / f"host-{index}" / "etc" / "chunkraft"
         var = self.root / f"host-{index}" / "var" / "lib" / "chunkraft"
@@ -200,13 +215,17 @@ class Deployment:
 
     # -------------------------------------------------------------- processes on the hosts
 
-    def format_controllers(self) -> None:
-        """``chunkraft controller format`` on each controller host, all at once."""
+    def format_controllers(self, node_ids: list[int] | None = None, *,
+                           joining: bool = False) -> None:
+        """``chunkraft controller format`` on each controller host (of ``node_ids``), all at
+        once; ``joining``: with ``--no-initial-controllers``."""
         formats = {}
-        for node_id, node in self.controllers.items():
+        for node_id in list(self.controllers) if node_ids is None else node_ids:
+            node = self.controllers[node_id]
             formats[node_id] = self.hosts.popen(node.host, [
                 self.chunkraft, "controller", "format", "--cluster-id", self.layout.cluster_id,
-                "--data-dir", str(self.data_dirs[node_id]), "--node-id", str(node_id)],
+                "--data-dir", str(self.data_dirs[node_id]), "--node-id", str(node_id),
+                *(["--no-initial-controllers"] if joining else [])],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for node_id, process in formats.items():
             output, _ = process.communicate(timeout=60)
@@ -248,9 +267,20 @@ class Deployment:
         return subprocess.run(self.hosts.command(CLIENT, argv), input=stdin,
                               capture_output=True, text=True, timeout=timeout, check=False)
 
+    def replace_controller(self, dead: int, node_id: int, index: int) -> Node:
+        """Controller ``node_id`` on host ``index`` in place of ``dead``: the layout without
+        ``dead`` and with it, its files, its data dir formatted to join; not started."""
+        kept = [c for c in self.layout.controllers if c.node_id != dead]
+        self.layout = ClusterHosts(self.layout.cluster_id, (
+            *kept, ControllerHost(node_id, self.hosts[index].address)))
+        self.controllers.pop(dead)
+        node = self._controller_files(node_id, index, self.layout)
+        self.format_controllers([node_id], joining=True)
+        return node
+
     def admin_tool(self, *args: str, timeout: float = 60.0) -> str:
-        """A ``chunkraft`` admin command on the client host, against every controller; its
-        output (AssertionError with it if it fails)."""
+        """A ``chunkraft`` admin command on the client host, against every controller of the
+        current layout; its output (AssertionError with it if it fails)."""
         result = self.client([self.chunkraft, *args, "--bootstrap-server",
                               self.layout.bootstrap_servers, "--command-config",
                               str(self.command_config)], timeout=timeout)
@@ -314,9 +344,9 @@ def agreed_leader(answers: dict[int, dict[str, Any] | None], node_ids: list[int]
 
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    """The seven hosts with their files; every node stopped and every namespace removed at the
+    """The eight hosts with their files; every node stopped and every namespace removed at the
     end, pass or fail (the node logs are printed on failure)."""
-    with Hosts(CONTROLLERS + BROKERS + 1) as hosts:
+    with Hosts(CONTROLLERS + BROKERS + 2) as hosts:
         made = Deployment(hosts, tmp_path)
         failed = True
         try:
@@ -426,11 +456,60 @@ def test_a_cluster_on_seven_hosts_runs_the_demo_and_survives_a_controller_host_c
     mark = lap("cut controller rejoined and caught up", mark)
     # The brokers, whose controller calls met the cut too, are registered and unfenced.
     d.wait("brokers 0, 1, 2 unfenced after the heal", brokers_unfenced)
-    lap("brokers unfenced after the heal", mark)
+    mark = lap("brokers unfenced after the heal", mark)
+
+    replaced = _replace_a_dead_controller_host(d, faults, views[cut]["leader_id"])
+    mark = lap(f"controller {replaced} replaced by controller {NEW_CONTROLLER} on a new host",
+               mark)
+    d.wait("brokers 0, 1, 2 unfenced after the replacement", brokers_unfenced)
+    lap("brokers unfenced after the replacement", mark)
     timings["total"] = round(time.monotonic() - begun, 1)
     print(f"multi-host timings (s): {timings}; leader {leader}, cut controller {cut}, new "
           f"leader {views[cut]['leader_id']}")
     assert timings["total"] < BUDGET_S, timings
+
+
+def _replace_a_dead_controller_host(d: Deployment, faults: NetworkFaults, leader: int) -> int:
+    """A follower's host dies for good (its process killed, its link down); it is removed,
+    and controller 4 on the eighth host added. Returns the dead controller's id."""
+    dead = next(n for n in sorted(d.controllers) if n != leader)
+    node = d.controllers[dead]
+    assert node.process is not None
+    node.process.kill()
+    node.process.wait(STOP_S)
+    node.process = None
+    faults.link_down(node.host)
+    survivors = [n for n in d.controllers if n != dead]
+    removed = d.admin_tool("quorum", "remove-controller", "--controller-id", str(dead))
+    assert f"Removed controller {dead}" in removed, removed
+    new = d.replace_controller(dead, NEW_CONTROLLER, REPLACEMENT)
+    assert (d.data_dirs[NEW_CONTROLLER] / "raft" / "joining").exists()
+    text = new.config.read_text()
+    assert d.hosts[REPLACEMENT].address in text and d.hosts[node.host].address not in text
+    d.start(new, "controller")
+    added = d.admin_tool("quorum", "add-controller", "--controller-config", str(new.config))
+    assert f"Added controller {NEW_CONTROLLER}" in added, added
+    ids = [*survivors, NEW_CONTROLLER]
+
+    def three_voters_on_one_image() -> dict[int, dict[str, Any]] | None:
+        answers = d.quorum(ids)
+        chosen = agreed_leader(answers, ids)
+        if chosen is None:
+            return None
+        views = {n: a for n, a in answers.items() if a is not None}
+        voters = {v["node_id"]: v for v in views[chosen]["voters"]}
+        if set(voters) != set(ids) or any(v["lag"] != 0 for v in voters.values()):
+            return None
+        if len({a["image_hash"] for a in views.values()}) != 1:
+            return None
+        return views
+
+    d.wait("controller 4 a voter, caught up on the survivors' image", three_voters_on_one_image)
+    d.admin_tool("topics", "--create", "--topic", "after-replacement", "--partitions", "1",
+                 "--replication-factor", "3", timeout=90)
+    views = d.wait("the topic on all three voters", three_voters_on_one_image)
+    assert all(view["topics"] == views[NEW_CONTROLLER]["topics"] for view in views.values())
+    return dead
 
 
 def _majority_view(d: Deployment, majority: list[int]) -> int | None:
