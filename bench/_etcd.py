@@ -114,7 +114,7 @@ class EtcdCluster:
         """The index of the member every running member names as leader."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            leaders = set()
+            leaders: set[str | None] = set()
             ids: dict[str, int] = {}
             for i in range(self.size):
                 process = self.processes.get(i)

@@ -152,7 +152,7 @@ def run_chunkraft(base: Path, args: argparse.Namespace) -> dict[str, Any]:
         load.start()
         time.sleep(args.warmup)
         began = time.monotonic()
-        epoch = cluster.status(leader)["epoch"]  # type: ignore[index]
+        epoch = (cluster.status(leader) or {}).get("epoch")
         dead = next(node for node in cluster.nodes if node != leader)
         cluster.kill(dead)
         mark = time.monotonic()
@@ -170,8 +170,8 @@ def run_chunkraft(base: Path, args: argparse.Namespace) -> dict[str, Any]:
 
         def caught_up() -> bool:
             current = cluster.leader_id()
-            status = cluster.status(current) if current is not None else None
-            voters = {v["node_id"]: v for v in (status or {}).get("voters", [])}  # type: ignore[union-attr]
+            status: dict[str, Any] = (cluster.status(current) or {}) if current is not None else {}
+            voters = {v["node_id"]: v for v in status.get("voters", [])}
             return set(voters) == set(cluster.nodes) and all(
                 v["lag"] is not None and v["lag"] <= CAUGHT_UP_ENTRIES
                 for v in voters.values())
@@ -180,7 +180,7 @@ def run_chunkraft(base: Path, args: argparse.Namespace) -> dict[str, Any]:
         steps["new_member_caught_up"] = time.monotonic() - mark
         ended = time.monotonic()
         steps["replacement_total"] = ended - began
-        epoch_after = cluster.status(cluster.leader_id() or new.node_id)["epoch"]  # type: ignore[index]
+        epoch_after = (cluster.status(cluster.leader_id() or new.node_id) or {}).get("epoch")
         time.sleep(args.after)
         load.stop()
         return summary("chunkraft", load, (began, ended), steps,
