@@ -221,6 +221,10 @@ class RaftNode:
         others = [address for node, address in settings.voters.items() if node != self.node_id]
         self._transport_class = guarded_transport(settings.transport)
         joining = settings.joining_marker_path
+        if joining.exists():
+            logger.info("formatted to join a running quorum (%s): no election until the leader "
+                        "has added this node (chunkraft quorum add-controller) and been heard",
+                        joining)
         self._syncobj = DurableSyncObj(settings.address, others, conf,
                                        consumers=[self._entry_point],
                                        transportClass=self._transport_class,
