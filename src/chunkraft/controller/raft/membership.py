@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pysyncobj import FAIL_REASON
-
 from chunkraft.controller.image.controllers import ControllersImage
-from chunkraft.controller.raft.log import ProposalError
+from chunkraft.controller.raft.callbacks import settle
 from chunkraft.records.files._fsync import fsync_directory
 
 __all__ = [
@@ -59,10 +57,6 @@ CAUGHT_UP_ENTRIES = 1000
 a few entries behind, one that needs the leader's dump is far behind."""
 _ADDRESS = re.compile(
     r"^(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})$")
-
-_FAIL_REASONS = {
-    value: name for name, value in vars(FAIL_REASON).items() if not name.startswith("_")
-}
 
 
 def check_raft_address(address: str) -> str:
@@ -192,12 +186,7 @@ class QuorumMembership:
         command = membership_command(operation, address)
 
         def callback(result: Any, error: int) -> None:
-            if future.done():
-                return
-            if error == FAIL_REASON.SUCCESS:
-                future.set_result(None)
-            else:
-                future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
+            settle(future, None, error)
 
         self._syncobj._applyCommand(command, callback, MEMBERSHIP_COMMAND_TYPE)
         return future

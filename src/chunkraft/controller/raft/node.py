@@ -29,13 +29,13 @@ from typing import Any, NoReturn
 
 import pysyncobj.syncobj as _pysyncobj_syncobj
 from pysyncobj import (
-    FAIL_REASON,
     SERIALIZER_STATE,
     SyncObjConf,
     SyncObjConsumer,
     replicated,
 )
 
+from chunkraft.controller.raft.callbacks import settle
 from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
 from chunkraft.controller.raft.dump import DumpHeader, read_dump, write_dump
 from chunkraft.controller.raft.durable_journal import DurableJournal
@@ -68,9 +68,6 @@ __all__ = ["RaftNode", "RaftSettings"]
 
 logger = logging.getLogger(__name__)
 
-_FAIL_REASONS = {
-    value: name for name, value in vars(FAIL_REASON).items() if not name.startswith("_")
-}
 _STATES = {0: "follower", 1: "candidate", 2: "leader"}
 
 
@@ -445,12 +442,7 @@ class RaftNode:
         this tick goes on. No sync is needed first: an applied entry was committed, and the
         leader counts its own entries toward a commit only once they are on its disk
         (``durable_syncobj.py``), as a follower acknowledges them only then."""
-        if future.done():
-            return
-        if error == FAIL_REASON.SUCCESS:
-            future.set_result(result)
-        else:
-            future.set_exception(ProposalError(_FAIL_REASONS.get(error, str(error))))
+        settle(future, result, error)
 
     def _log_stall(self, gap: float) -> None:
         logger.warning("the Raft thread did not tick for %.3f s (election timeout %.2f-%.2f s): "
