@@ -59,7 +59,7 @@ def test_nothing_acknowledged_is_lost_duplicated_or_failed_through_a_rolling_res
         time.sleep(2.0)  # the clients find their partitions before the first stop
         with LocalClusterTarget(cluster) as target:
             rolling_restart(target, timeout=90.0, progress=steps.append)
-        time.sleep(2.0)
+        time.sleep(1.0)
     finally:
         result = load.stop()
     counted = drain(cluster, TOPICS, result.acked, timeout=60.0)
@@ -67,6 +67,12 @@ def test_nothing_acknowledged_is_lost_duplicated_or_failed_through_a_rolling_res
     assert [s.node.split(" (")[0] for s in steps][:3] == ["broker 0", "broker 1", "broker 2"]
     assert sorted(s.node.split(" (")[0] for s in steps[3:]) == [
         "controller 1", "controller 2", "controller 3"]
+    # every node stopped cleanly (exit status 0, not SIGKILL nor death by the SIGTERM), and
+    # every controller closed its Raft node on the way out
+    assert [s.notes for s in steps if any(n.startswith("the stop:") for n in s.notes)] == []
+    for node in cluster.nodes.values():
+        log = node.log_path.read_text(errors="replace")
+        assert f"controller {node.node_id} stopped" in log, node.log_path
     assert len(result.acked) > 500, "too little load to say anything"
     assert result.failed == [], result.failed[:10]
     assert counted.lost == [], counted.as_json()

@@ -9,8 +9,10 @@ gracefully (in-flight requests finish), then the Raft node closes its journal an
 from __future__ import annotations
 
 import logging
+import signal
 import ssl
 import sys
+from types import FrameType
 
 import uvicorn
 
@@ -97,6 +99,22 @@ def _client_context(tls: TlsSettings) -> ssl.SSLContext:
                           setting="ssl.certfile") from None
 
 
+class _ControllerServer(uvicorn.Server):
+    """uvicorn's server, returning after a graceful stop on SIGTERM / SIGINT.
+
+    uvicorn (0.29 and later) re-raises the signal once it stopped serving, so the process died
+    by it (status -15) inside ``server.run()``: the Raft node was never closed (its tick
+    thread stopped, the journal closed, the port released) and "controller N stopped" never
+    logged. Here the signal only asks uvicorn to stop, as uvicorn's own handler does, without
+    keeping it to raise again; :func:`run_controller` then closes the node and exits 0."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop without waiting for requests
+        else:
+            self.should_exit = True
+
+
 def run_controller(config: ControllerConfig) -> int:
     """Runs the node until SIGTERM / SIGINT; returns the process exit status."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -134,7 +152,7 @@ def run_controller(config: ControllerConfig) -> int:
         )
         app = create_app(context, freeze_heap=True)
         listener = config.listeners
-        server = uvicorn.Server(uvicorn.Config(
+        server = _ControllerServer(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
             access_log=False, proxy_headers=False, lifespan="on",
             timeout_graceful_shutdown=10,

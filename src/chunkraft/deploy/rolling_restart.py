@@ -47,9 +47,9 @@ __all__ = [
 DEFAULT_TIMEOUT = 120.0
 """Seconds one wait of the roll may take (a stop, a node coming back, an ISR catching up)."""
 POLL_INTERVAL = 0.2
-CLEAN_STOPS = frozenset({"exited with status 0", "killed by signal 15 (SIGTERM)"})
-"""How a node's stop ends when it went well (a controller ends by SIGTERM's default action);
-any other end (SIGKILL after the timeout, an error status) is noted in the step."""
+CLEAN_STOPS = frozenset({"exited with status 0"})
+"""How a node's stop ends when it went well; any other end (SIGKILL after the timeout, an
+error status, death by the SIGTERM itself) is noted in the step."""
 
 
 class RollingRestartError(Exception):
