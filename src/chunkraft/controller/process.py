@@ -3,7 +3,8 @@
 Start-up order: the data dir must be formatted for this cluster and node; the Raft journal and
 dump are checked whole (a corrupt one stops the start with a report); pysyncobj starts; then
 uvicorn serves the HTTP API on the configured listener. SIGTERM and SIGINT stop uvicorn
-gracefully (in-flight requests finish), then the Raft node closes its journal and port.
+gracefully (in-flight requests finish; long polls answer at once), then the Raft node closes its
+journal and port, and the process exits 0.
 """
 
 from __future__ import annotations
