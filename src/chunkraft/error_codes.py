@@ -93,6 +93,8 @@ class Errors(enum.Enum):
     TRANSACTIONAL_ID_NOT_FOUND = (105, False, "The transactionalId could not be found.")
     INELIGIBLE_REPLICA = (107, False, "The new ISR contains at least one ineligible replica.")
     NEW_LEADER_ELECTED = (108, False, "The AlterPartition request successfully updated the partition state but the leader has changed.")
+    DUPLICATE_VOTER = (120, False, "The voter is already part of the set of voters.")
+    VOTER_NOT_FOUND = (121, False, "The voter is not part of the set of voters.")
 
     # chunkraft's own codes: partition chunks (KIP-1114), expansion (KIP-253), the metadata log.
     INVALID_PARTITION_COUNT = (10000, True, "The partition count in the request does not match the topic's partition count on the broker; refresh metadata and retry.")

@@ -18,6 +18,7 @@ from chunkraft.records import (
     BrokerRegistrationChangeRecord,
     ChunkChangeRecord,
     ChunkRecord,
+    ControllerRegistrationRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -280,7 +281,7 @@ def _expand(draw: st.DrawFn, m: _Model) -> list[Any]:
 
 
 def _cluster_records(draw: st.DrawFn, m: _Model) -> list[Any]:
-    kind = draw(st.sampled_from(["acl", "remove_acl", "producer_ids", "noop"]))
+    kind = draw(st.sampled_from(["acl", "remove_acl", "producer_ids", "controller", "noop"]))
     if kind == "acl":
         acl_id = _uuid(draw)
         m.acls.append(acl_id)
@@ -293,6 +294,13 @@ def _cluster_records(draw: st.DrawFn, m: _Model) -> list[Any]:
     if kind == "producer_ids":
         m.next_producer_id += 1000
         return [ProducerIdsRecord(broker_id=0, broker_epoch=0, next_producer_id=m.next_producer_id)]
+    if kind == "controller":  # a voter added (or added again at a new address)
+        controller_id = draw(st.integers(1, 5))
+        port = draw(st.integers(9093, 9095))
+        return [ControllerRegistrationRecord(
+            controller_id=controller_id, incarnation_id=_uuid(draw),
+            raft_address=f"198.18.0.{controller_id}:{port}",
+            http_url=f"http://198.18.0.{controller_id}:9090")]
     return [NoOpRecord()]
 
 

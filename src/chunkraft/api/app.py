@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from chunkraft.api import controller_routes, quorum, stream, v3
+from chunkraft.api import controller_routes, quorum, quorum_voters, stream, v3
 from chunkraft.api.authentication import install_authentication
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.direct_routes import install_direct_routes
@@ -72,6 +72,7 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     app.include_router(controller_routes.router)
     app.include_router(stream.router)
     app.include_router(quorum.router)
+    app.include_router(quorum_voters.router)
 
     @app.get("/healthz", tags=["health"], summary="The process is up",
              responses={200: {"model": Health}})

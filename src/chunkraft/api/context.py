@@ -12,6 +12,7 @@ import httpx
 
 from chunkraft.api.authentication import Authenticator
 from chunkraft.api.limits import RequestLimits
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
@@ -26,8 +27,10 @@ FORWARDING_CLIENTS = 16
 class ControllerContext:
     """The controller node behind the HTTP surface.
 
-    ``controller_urls`` maps every voter's node id to its HTTP URL, so a write that reaches a
-    follower is forwarded to the leader. ``heartbeats`` is the leader's in-memory view of broker
+    ``controller_urls`` maps every configured voter's node id to its HTTP URL
+    (``controller.http.urls``), so a write that reaches a follower is forwarded to the leader;
+    a controller registered in the image (added with ``chunkraft quorum add-controller``) is
+    found there (:meth:`controller_url`). ``heartbeats`` is the leader's in-memory view of broker
     sessions (not replicated: a new leader starts every session afresh, as Kafka does).
     """
 
@@ -76,11 +79,25 @@ class ControllerContext:
             # (about 50 ms, 0.25 s on a busy host), which held the loop for seconds at the
             # first forwarded write when every client built its own (issue 17's profile).
             verify = self.ssl_context or ssl.create_default_context()
-            self._pool = [httpx.AsyncClient(timeout=self.forward_timeout, limits=limits,
-                                            verify=verify)
+            timeout = cluster_timeout(self.forward_timeout)
+            self._pool = [httpx.AsyncClient(timeout=timeout, limits=limits, verify=verify)
                           for _ in range(FORWARDING_CLIENTS)]
         self._turn = (self._turn + 1) % len(self._pool)
         return self._pool[self._turn]
+
+    def controller_url(self, node_id: int) -> str | None:
+        """Controller ``node_id``'s HTTP URL: its registration in the committed image if it
+        has one (newer than any configuration), else the configured one."""
+        registered = self.controller.image.controllers.get(node_id)
+        if registered is not None:
+            return registered.http_url
+        return self.controller_urls.get(node_id)
+
+    def all_controller_urls(self) -> dict[int, str]:
+        """Every controller's HTTP URL this node knows (:meth:`controller_url`), by id."""
+        urls = dict(self.controller_urls)
+        urls.update({r.controller_id: r.http_url for r in self.controller.image.controllers})
+        return urls
 
     async def aclose(self) -> None:
         clients, self._pool = self._pool, []

@@ -61,7 +61,8 @@ async def forward_to_leader(
         if leader == context.node_id and context.controller.is_leader():
             return error_response(Errors.NOT_CONTROLLER, "this node just became the leader; "
                                   "retry", 503)
-    if leader is None or leader == context.node_id or leader not in context.controller_urls:
+    leader_url = None if leader is None else context.controller_url(leader)
+    if leader is None or leader == context.node_id or leader_url is None:
         return error_response(Errors.NOT_CONTROLLER,
                               "the controller quorum has no leader at the moment; retry", 503)
     headers = {name: value for name, value in request.headers.items()
@@ -73,7 +74,7 @@ async def forward_to_leader(
     headers[PRINCIPAL_HOST_HEADER] = quote(principal.host, safe="")
     headers[SIGNATURE_HEADER] = sign_principal(context.forwarding_key, principal, key.hex(),
                                                request.scope["path"])
-    url = context.controller_urls[leader] + request.url.path
+    url = leader_url + request.url.path
     if request.url.query:
         url += "?" + request.url.query
     try:

@@ -41,7 +41,8 @@ async def describe_quorum(request: Request) -> Response:
         metadata_epoch=image.epoch,
         image_hash=image.content_hash() if request.query_params.get("hash") == "true" else None,
         leader_changes=controller.leader_changes,
-        controller_urls={str(node): url for node, url in context.controller_urls.items()},
+        controller_urls={str(node): url
+                         for node, url in sorted(context.all_controller_urls().items())},
         brokers=len(image.brokers),
         topics=len(image.topics),
         partitions=image.topics.partition_count(),

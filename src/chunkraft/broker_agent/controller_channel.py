@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from chunkraft.client.controller_rpc import ControllerRpcError
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.error_codes import Errors
 
 __all__ = ["RETRIABLE_STATUS", "ControllerChannel", "ControllerRpcError"]
@@ -49,8 +50,8 @@ class ControllerChannel:
         self.retry_for = retry_for
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
         limits = httpx.Limits(max_connections=16, max_keepalive_connections=8)
-        self.client = httpx.AsyncClient(timeout=timeout, headers=self.headers, verify=verify,
-                                        limits=limits, transport=transport)
+        self.client = httpx.AsyncClient(timeout=cluster_timeout(timeout), headers=self.headers,
+                                        verify=verify, limits=limits, transport=transport)
         self._preferred = 0
         self._followers: list[ControllerChannel] = []
         self.last_offset = -1

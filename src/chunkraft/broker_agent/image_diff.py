@@ -3,7 +3,8 @@
 A broker that loads a snapshot jumps from its image to the snapshot's without the records in
 between; its ReplicaManager still needs a delta (``local_changes``) to act on. This builds one
 from the two images: topics removed, added or changed (only the partitions and chunks that
-differ), brokers, ACLs and producer ids, so that ``delta.apply(new.provenance)`` equals ``new``.
+differ), brokers, ACLs, producer ids and controller registrations, so that
+``delta.apply(new.provenance)`` equals ``new``.
 Cost grows with the differences, plus one comparison per topic (topic images are shared
 between images that did not change them, so most comparisons are identity checks).
 """
@@ -33,6 +34,10 @@ def delta_between(old: MetadataImage, new: MetadataImage) -> MetadataDelta:
     if new.producer_ids != old.producer_ids:
         for record in new.producer_ids.to_records():
             delta.replay(record)
+    # A registration is never removed, only replaced by a newer one of its id.
+    for registration in new.controllers:
+        if old.controllers.get(registration.controller_id) != registration:
+            delta.replay(registration)
     return delta
 
 

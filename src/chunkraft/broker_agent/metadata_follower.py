@@ -29,10 +29,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import httpx
-
 from chunkraft.broker_agent.controller_channel import ControllerChannel
 from chunkraft.broker_agent.image_diff import delta_between
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
 from chunkraft.controller.image.snapshot import gc_paused
 from chunkraft.records import decode_record, decode_records
@@ -187,7 +186,7 @@ class MetadataFollower:
             f"{url}/controller/v1/metadata-log",
             params={"after": self.offset, "wait_ms": wait, "max_records": self.max_records,
                     "max_bytes": self.max_bytes},
-            timeout=httpx.Timeout(wait / 1000 + 15.0))
+            timeout=cluster_timeout(wait / 1000 + 15.0))
         if answer.status_code != 200:
             raise StreamError(f"{url} answered {answer.status_code}: {answer.text[:300]}")
         body: dict[str, Any] = answer.json()
@@ -255,7 +254,7 @@ class MetadataFollower:
         """Replaces the image with ``url``'s snapshot (default: the current controller's)."""
         url = url or self.url
         answer = await self.channel.client.get(f"{url}/controller/v1/snapshot",
-                                               timeout=httpx.Timeout(300.0))
+                                               timeout=cluster_timeout(300.0))
         if answer.status_code != 200:
             raise StreamError(f"snapshot from {url}: {answer.status_code} {answer.text[:300]}")
         self._check_cluster(answer.headers.get("x-cluster-id", ""))

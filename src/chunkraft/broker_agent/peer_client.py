@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import httpx
 
 from chunkraft.broker_endpoints import broker_url
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.image import MetadataImage
 from chunkraft.protocol.batch_frame import ACCEPT_FRAME, decode_answer
 from chunkraft.protocol.data_plane import (
@@ -71,7 +72,7 @@ class HttpPeerClient:
         self._image = image
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.AsyncClient(
-            headers=headers, verify=verify, timeout=httpx.Timeout(timeout_s, connect=2.0),
+            headers=headers, verify=verify, timeout=cluster_timeout(timeout_s),
             transport=transport,
         )
 

@@ -204,13 +204,26 @@ def leftover_prefixes() -> list[str]:
                   if (owner := _owner(prefix)) is None or not pid_alive(owner))
 
 
+REMOVAL_WAIT = 10.0
+"""Seconds to wait for the kernel to finish removing a prefix's objects."""
+
+
 def _remove_prefix(prefix: str) -> None:
-    """Deletes every namespace and link of ``prefix`` (deleting a namespace deletes its veth)."""
-    for name in _existing_prefixes().get(prefix, []):
-        if (NETNS_DIR / name).exists():
-            _run(["ip", "netns", "del", name], check=False)
-        else:
-            _run(["ip", "link", "del", name], check=False)
+    """Deletes every namespace and link of ``prefix`` (deleting a namespace deletes its veth),
+    and waits until the kernel shows none of them: it tears a namespace's devices down in the
+    background, so a busy host still listed the veths of a deleted namespace for a while (a
+    harness that checked right after saw them: test_netns under load)."""
+    deadline = time.monotonic() + REMOVAL_WAIT
+    while True:
+        names = _existing_prefixes().get(prefix, [])
+        if not names or time.monotonic() > deadline:
+            break
+        for name in names:
+            if (NETNS_DIR / name).exists():
+                _run(["ip", "netns", "del", name], check=False)
+            else:
+                _run(["ip", "link", "del", name], check=False)
+        time.sleep(0.1)
     with contextlib.suppress(FileNotFoundError):
         (OWNER_DIR / f"{prefix}.pid").unlink()
 

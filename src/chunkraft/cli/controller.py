@@ -119,6 +119,11 @@ def register(commands: Subcommands) -> None:
         action="store_true",
         help="succeed without a change if DIR is already formatted for this cluster and node",
     )
+    format_parser.add_argument(
+        "--no-initial-controllers", "--join", dest="joining", action="store_true",
+        help="for a controller that joins a running quorum (added with `chunkraft quorum "
+             "add-controller`): it starts no election before it hears from the leader",
+    )
     format_parser.set_defaults(handler=_format)
 
     random_parser = subcommands.add_parser(
@@ -208,7 +213,8 @@ def _format(args: argparse.Namespace) -> int:
     already = StorageLayout(data_dir).meta_properties.exists()
     try:
         path = format_storage(
-            data_dir, args.cluster_id, args.node_id, ignore_formatted=args.ignore_formatted
+            data_dir, args.cluster_id, args.node_id, ignore_formatted=args.ignore_formatted,
+            joining=args.joining and not already,
         )
     except StorageError as error:
         _error(error)
@@ -217,7 +223,8 @@ def _format(args: argparse.Namespace) -> int:
     if already:
         print(f"{data_dir} is already formatted for {what}: nothing to do")
     else:
-        print(f"Formatted {data_dir} for {what} ({path})")
+        print(f"Formatted {data_dir} for {what} ({path})"
+              + ("; it joins a running quorum once added as a voter" if args.joining else ""))
     return 0
 
 

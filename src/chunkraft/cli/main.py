@@ -23,6 +23,7 @@ from chunkraft.cli import (
     demo,
     produce,
     quorum,
+    quorum_voters,
     records_dump,
     snapshot,
     topics,
@@ -44,7 +45,8 @@ COMMANDS: tuple[Register, ...] = (
 
 GROUPS: dict[str, tuple[str, tuple[Register, ...]]] = {
     "records": ("inspect metadata records and the files that hold them", (records_dump.register,)),
-    "quorum": ("describe the controller quorum", (quorum.register,)),
+    "quorum": ("describe the controller quorum and change its voters",
+               (quorum.register, quorum_voters.register)),
     "credentials": ("manage the bearer tokens of a credentials file", (credentials.register,)),
     "snapshot": ("export controller snapshots and broker state as Parquet", (snapshot.register,)),
 }

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chunkraft.controller.properties import format_properties, parse_properties
+from chunkraft.controller.raft.membership import mark_joining
 from chunkraft.errors import StorageError
 from chunkraft.records.files._fsync import fsync_directory
 from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid, random_kafka_uuid
@@ -210,6 +211,7 @@ def format_storage(
     node_id: int,
     *,
     ignore_formatted: bool = False,
+    joining: bool = False,
 ) -> Path:
     """Formats ``data_dir`` for ``cluster_id`` and ``node_id``; returns its ``meta.properties``.
 
@@ -219,6 +221,11 @@ def format_storage(
     and the same cluster and node ids, that is a no-op instead), if it holds anything else (a
     ``lost+found`` of a fresh file system and the temp file of an interrupted format excepted),
     or if it cannot be created or written.
+
+    ``joining`` (``--no-initial-controllers``, as kafka-storage names it): the node joins a
+    quorum that already runs, as a voter an operator adds with ``chunkraft quorum
+    add-controller``; its ``raft/joining`` marker keeps it from starting elections until it has
+    heard from the leader (``controller/raft/membership.py``).
     """
     directory = Path(data_dir)
     layout = StorageLayout(directory)
@@ -247,6 +254,8 @@ def format_storage(
         _write_atomically(layout.meta_properties, wanted.to_text())
         layout.raft_dir.mkdir(exist_ok=True)
         layout.snapshots_dir.mkdir(exist_ok=True)
+        if joining:
+            mark_joining(layout.raft_dir)
         fsync_directory(directory)
     except OSError as error:
         target = error.filename or directory

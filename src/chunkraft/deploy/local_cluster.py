@@ -108,6 +108,8 @@ class LocalCluster:
     client_auth: str = "required"
     """``ssl.client.auth`` of every node when ``tls`` is on."""
     _ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+    joining: set[int] = field(default_factory=set)
+    """Controllers added with :meth:`add_controller`: formatted to join a running quorum."""
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir)
@@ -269,7 +271,7 @@ class LocalCluster:
         for node in self.nodes.values():
             node.config_path.parent.mkdir(parents=True, exist_ok=True)
             format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
-                           ignore_formatted=True)
+                           ignore_formatted=True, joining=node.node_id in self.joining)
             properties = {
                 "node.id": str(node.node_id),
                 "cluster.id": self.cluster_id,
@@ -513,6 +515,31 @@ class LocalCluster:
             time.sleep(0.1)
         raise TimeoutError(f"the quorum was not ready within {timeout} s; logs under "
                            f"{self.base_dir}")
+
+    def add_controller(self, node_id: int | None = None) -> ControllerProcess:
+        """A new controller (next id by default) on new ports, its data dir formatted to join
+        the running quorum; every controller's file is rewritten to list it (and no longer
+        the ones :meth:`forget_controller` dropped), as an operator would. Not started, and
+        not a voter until ``chunkraft quorum add-controller`` adds it."""
+        node_id = max(self.nodes, default=0) + 1 if node_id is None else node_id
+        if node_id in self.nodes:
+            raise ValueError(f"controller {node_id} exists already")
+        raft_port, http_port = free_ports(2)
+        node_dir = self.base_dir / f"controller-{node_id}"
+        self.nodes[node_id] = ControllerProcess(
+            node_id, raft_port, http_port, node_dir / "data", node_dir / "controller.properties",
+            node_dir / "controller.log", scheme="https" if self.tls else "http")
+        self.joining.add(node_id)
+        self.prepare()
+        return self.nodes[node_id]
+
+    def forget_controller(self, node_id: int) -> ControllerProcess:
+        """Drops controller ``node_id`` (stopped first if this launcher runs it) from this
+        cluster and from every other controller's and broker's file; its directory stays."""
+        self.stop(node_id)
+        node = self.nodes.pop(node_id)
+        self.prepare()
+        return node
 
     def __enter__(self) -> LocalCluster:
         self.prepare()

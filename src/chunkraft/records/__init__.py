@@ -13,6 +13,7 @@ from chunkraft.records.broker_records import (
 from chunkraft.records.chunk_records import ChunkChangeRecord, ChunkRecord
 from chunkraft.records.cluster_records import (
     AccessControlEntryRecord,
+    ControllerRegistrationRecord,
     NoOpRecord,
     ProducerIdsRecord,
     RemoveAccessControlEntryRecord,
@@ -52,6 +53,7 @@ Record = (
     | NoOpRecord
     | ChunkRecord
     | ChunkChangeRecord
+    | ControllerRegistrationRecord
 )
 """Any metadata record."""
 
@@ -65,6 +67,7 @@ __all__ = [
     "BrokerRegistrationChangeRecord",
     "ChunkChangeRecord",
     "ChunkRecord",
+    "ControllerRegistrationRecord",
     "NoOpRecord",
     "PartitionChangeRecord",
     "PartitionRecord",

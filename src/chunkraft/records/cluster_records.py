@@ -1,4 +1,5 @@
-"""Records about the cluster as a whole: ACLs, producer id blocks and the no-op barrier."""
+"""Records about the cluster as a whole: ACLs, producer id blocks, controller registrations and
+the no-op barrier."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from chunkraft.records.schema import (
 
 __all__ = [
     "AccessControlEntryRecord",
+    "ControllerRegistrationRecord",
     "NoOpRecord",
     "ProducerIdsRecord",
     "RemoveAccessControlEntryRecord",
@@ -63,3 +65,21 @@ class ProducerIdsRecord(NamedTuple):
 @metadata_record(20, "0", "A record that changes nothing: a barrier for linearizable reads.")
 class NoOpRecord(NamedTuple):
     """Changes nothing; the controller commits one to learn that its log is current."""
+
+
+@metadata_record(27, "0", "A controller's endpoints: its Raft and HTTP listeners.")
+class ControllerRegistrationRecord(NamedTuple):
+    """Full state of one controller's registration (Kafka's ControllerRegistrationRecord),
+    replacing any earlier one of the id. Written when a voter is added to the quorum
+    (``chunkraft quorum add-controller``), so that every node can map the Raft address of a
+    voter that no static ``controller.quorum.voters`` names to its id, and forward writes to
+    its HTTP URL. Which controllers vote is Raft's membership, not this record."""
+
+    controller_id: Annotated[
+        int, INT32("0+", "The controller's node id.", check=Check.NON_NEGATIVE)
+    ] = 0
+    incarnation_id: Annotated[
+        uuid.UUID, UUID("0+", "A random id of this registration.", check=Check.TOPIC_ID)
+    ] = ZERO_UUID
+    raft_address: Annotated[str, STRING("0+", "The Raft listener, host:port.")] = ""
+    http_url: Annotated[str, STRING("0+", "The HTTP listener, as a URL.")] = ""

@@ -41,6 +41,15 @@ def test_format_writes_meta_properties_and_the_layout(tmp_path: Path) -> None:
     assert layout.raft_dump == data_dir / "raft" / "dump"
 
 
+def test_a_joining_controller_is_formatted_with_the_marker_and_nothing_else_changes(
+        tmp_path: Path) -> None:
+    format_storage(tmp_path / "new", CLUSTER, 4, joining=True)
+    format_storage(tmp_path / "first", CLUSTER, 1)
+    assert sorted(os.listdir(tmp_path / "new" / "raft")) == ["joining"]
+    assert os.listdir(tmp_path / "first" / "raft") == []
+    assert read_meta_properties(tmp_path / "new") == MetaProperties(CLUSTER, 4)
+
+
 def test_format_accepts_an_existing_empty_dir(tmp_path: Path) -> None:
     format_storage(str(tmp_path), CLUSTER, 0)
     assert read_meta_properties(tmp_path) == MetaProperties(CLUSTER, 0)

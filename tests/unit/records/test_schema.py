@@ -170,6 +170,7 @@ def test_the_records_design_table() -> None:
         15: "ProducerIdsRecord",
         17: "BrokerRegistrationChangeRecord",
         20: "NoOpRecord",
+        27: "ControllerRegistrationRecord",
         28: "ChunkRecord",
         29: "ChunkChangeRecord",
     }

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from chunkraft.broker_endpoints import broker_url
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.records import RegisterBrokerRecord
@@ -31,7 +32,7 @@ from chunkraft.records import RegisterBrokerRecord
 __all__ = ["BROKER_CUT_PATH", "BROKER_TIMEOUT", "CutRequest", "ask_leaders"]
 
 BROKER_CUT_PATH = "/broker/v1/create-chunks"
-BROKER_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
+BROKER_TIMEOUT = cluster_timeout(10.0)
 """A cut is a pause, two offset reads and one controller write: seconds at most."""
 
 

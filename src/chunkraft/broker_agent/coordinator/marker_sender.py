@@ -25,6 +25,7 @@ import httpx
 from chunkraft.broker_agent.coordinator.marker_hooks import markers_written
 from chunkraft.broker_agent.coordinator.transaction_log import TopicPartition
 from chunkraft.broker_endpoints import broker_url
+from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
@@ -64,7 +65,7 @@ class MarkerSender:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         # Longer than a marker's own wait for the ISR (30 s) so the answer is not lost.
         self._client = httpx.AsyncClient(headers=headers, verify=verify, transport=transport,
-                                         timeout=httpx.Timeout(timeout_s, connect=2.0))
+                                         timeout=cluster_timeout(timeout_s))
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -7,6 +7,7 @@ from typing import Any
 
 from chunkraft.controller.image.acls import AclsDelta
 from chunkraft.controller.image.brokers import BrokersDelta
+from chunkraft.controller.image.controllers import replay_controller_registration
 from chunkraft.controller.image.image import MetadataImage
 from chunkraft.controller.image.producer_ids import replay_producer_ids
 from chunkraft.controller.image.provenance import MetadataProvenance
@@ -17,6 +18,7 @@ from chunkraft.records import (
     BrokerRegistrationChangeRecord,
     ChunkChangeRecord,
     ChunkRecord,
+    ControllerRegistrationRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -46,6 +48,7 @@ class MetadataDelta:
         self._topics: TopicsDelta | None = None
         self._acls: AclsDelta | None = None
         self._producer_ids = image.producer_ids
+        self._controllers = image.controllers
         self.replayed = 0
 
     @property
@@ -99,6 +102,7 @@ class MetadataDelta:
             self._topics.apply() if self._topics is not None else image.topics,
             self._producer_ids,
             self._acls.apply() if self._acls is not None else image.acls,
+            self._controllers,
         )
 
     # ------------------------------------------------------------ replay, by record type
@@ -139,6 +143,9 @@ class MetadataDelta:
     def _producer_ids_block(self, record: ProducerIdsRecord) -> None:
         self._producer_ids = replay_producer_ids(self._producer_ids, record)
 
+    def _controller_registration(self, record: ControllerRegistrationRecord) -> None:
+        self._controllers = replay_controller_registration(self._controllers, record)
+
     def _no_op(self, record: NoOpRecord) -> None:
         pass
 
@@ -156,5 +163,6 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     AccessControlEntryRecord: MetadataDelta._acl,
     RemoveAccessControlEntryRecord: MetadataDelta._remove_acl,
     ProducerIdsRecord: MetadataDelta._producer_ids_block,
+    ControllerRegistrationRecord: MetadataDelta._controller_registration,
     NoOpRecord: MetadataDelta._no_op,
 }

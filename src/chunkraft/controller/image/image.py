@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from chunkraft.controller.image.acls import AclsImage
 from chunkraft.controller.image.brokers import BrokersImage
+from chunkraft.controller.image.controllers import ControllersImage
 from chunkraft.controller.image.producer_ids import ProducerIdsImage
 from chunkraft.controller.image.provenance import MetadataProvenance
 from chunkraft.controller.image.topics import TopicsImage
@@ -17,7 +18,8 @@ __all__ = ["MetadataImage"]
 
 
 class MetadataImage:
-    """Brokers, topics (partitions and chunks), producer ids and ACLs at ``provenance``.
+    """Brokers, topics (partitions and chunks), producer ids, ACLs and controller
+    registrations at ``provenance``.
 
     Immutable and thread-safe: replay builds a new image through a MetadataDelta and the holder
     swaps one reference, so readers never lock. ``to_records()`` writes the image back out as
@@ -26,7 +28,8 @@ class MetadataImage:
 
     EMPTY: ClassVar[MetadataImage]
 
-    __slots__ = ("_hash", "acls", "brokers", "producer_ids", "provenance", "topics")
+    __slots__ = ("_hash", "acls", "brokers", "controllers", "producer_ids", "provenance",
+                 "topics")
 
     def __init__(
         self,
@@ -35,12 +38,14 @@ class MetadataImage:
         topics: TopicsImage,
         producer_ids: ProducerIdsImage,
         acls: AclsImage,
+        controllers: ControllersImage = ControllersImage.EMPTY,
     ) -> None:
         self.provenance = provenance
         self.brokers = brokers
         self.topics = topics
         self.producer_ids = producer_ids
         self.acls = acls
+        self.controllers = controllers
         self._hash: str | None = None
 
     @property
@@ -58,15 +63,18 @@ class MetadataImage:
             not len(self.brokers)
             and not len(self.topics)
             and not len(self.acls)
+            and not len(self.controllers)
             and self.producer_ids == ProducerIdsImage()
         )
 
     def to_records(self) -> Iterator[Any]:
-        """Brokers, topics (each with its partitions and chunks), ACLs, producer ids."""
+        """Brokers, topics (each with its partitions and chunks), ACLs, producer ids,
+        controller registrations."""
         yield from self.brokers.to_records()
         yield from self.topics.to_records()
         yield from self.acls.to_records()
         yield from self.producer_ids.to_records()
+        yield from self.controllers.to_records()
 
     def encoded_records(self) -> Iterator[bytes]:
         """:meth:`to_records`, encoded (what a snapshot holds); caches topic digests too."""
@@ -75,6 +83,7 @@ class MetadataImage:
             yield from topic.encoded_records()
         yield from map(encode_record, self.acls.to_records())
         yield from map(encode_record, self.producer_ids.to_records())
+        yield from map(encode_record, self.controllers.to_records())
 
     def content_hash(self) -> str:
         """Hex SHA-256 of the content (not the provenance): equal on every node at one offset.
@@ -84,8 +93,11 @@ class MetadataImage:
         """
         if self._hash is None:
             h = hashlib.sha256()
-            for section in (self.brokers.to_records(), self.acls.to_records(),
-                            self.producer_ids.to_records()):
+            sections = [self.brokers.to_records(), self.acls.to_records(),
+                        self.producer_ids.to_records()]
+            if len(self.controllers):  # absent before issue 18: hashes of older images hold
+                sections.append(self.controllers.to_records())
+            for section in sections:
                 h.update(b"".join(map(encode_record, section)))
                 h.update(b"|")  # an empty record encoding is impossible: separates sections
             for topic in self.topics:
@@ -94,7 +106,8 @@ class MetadataImage:
         return self._hash
 
     def with_provenance(self, provenance: MetadataProvenance) -> MetadataImage:
-        image = MetadataImage(provenance, self.brokers, self.topics, self.producer_ids, self.acls)
+        image = MetadataImage(provenance, self.brokers, self.topics, self.producer_ids, self.acls,
+                              self.controllers)
         image._hash = self._hash
         return image
 
@@ -107,6 +120,7 @@ class MetadataImage:
             and self.brokers == other.brokers
             and self.acls == other.acls
             and self.topics == other.topics
+            and self.controllers == other.controllers
         )
 
     __hash__ = None  # type: ignore[assignment]

@@ -20,8 +20,8 @@ import struct
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ class DumpHeader:
     members: tuple[str, ...]
     keys: tuple[tuple[bytes, BatchOutcome], ...]
     snapshot_start: int
+    member_ids: Mapping[str, int] = field(default_factory=dict)
+    """The controller id of each member whose id the writer knew (absent in older dumps)."""
 
     @property
     def end_offset(self) -> int:
@@ -79,8 +81,11 @@ def write_dump(
     last_entry: Sequence[Any],
     previous_entry: Sequence[Any],
     members: Sequence[str],
+    member_ids: Mapping[str, int] | None = None,
 ) -> None:
-    """Writes the dump to ``path`` (pysyncobj renames it into place) and fsyncs it."""
+    """Writes the dump to ``path`` (pysyncobj renames it into place) and fsyncs it.
+    ``member_ids``: the controller id of each member whose id is known, so that a node that
+    loads the dump can tell itself, and a member whose address changed, by id."""
     header = {
         "format": FORMAT_VERSION,
         "cluster_id": str(cluster_id),
@@ -90,6 +95,7 @@ def write_dump(
             "last": _entry_to_json(last_entry),
             "previous": _entry_to_json(previous_entry),
             "members": sorted(members),
+            "member_ids": dict(sorted((member_ids or {}).items())),
         },
         "keys": [
             [key.hex(), outcome.base_offset, outcome.count,
@@ -145,6 +151,8 @@ def read_dump_header(path: str | os.PathLike[str]) -> DumpHeader:
             members=tuple(header["raft"]["members"]),
             keys=keys,
             snapshot_start=_PREFIX.size + length,
+            member_ids={str(address): int(node)
+                        for address, node in header["raft"].get("member_ids", {}).items()},
         )
     except (KeyError, TypeError, ValueError) as error:
         raise SnapshotError(f"the Raft dump's header is malformed: {error}", label, 8) from error

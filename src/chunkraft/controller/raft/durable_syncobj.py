@@ -39,6 +39,7 @@ import logging
 import pickle
 import queue
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pysyncobj import _RAFT_STATE, SyncObj
@@ -66,9 +67,16 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
     """
 
     _SyncObj__raftElectionDeadline: float  # pysyncobj's, by its mangled name
+    _SyncObj__raftLeader: Any
+    joining = False
+    """Formatted to join a running quorum and no leader heard from yet: no elections."""
+    _on_joined: Callable[[], None] | None = None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, joining: bool = False,
+                 on_joined: Callable[[], None] | None = None, **kwargs: Any) -> None:
         # Before SyncObj.__init__, which may start the tick thread.
+        self.joining = joining
+        self._on_joined = on_joined
         self._held_acks: list[tuple[Any, bool, int, bool]] = []
         self.acks_held = 0
         """Acknowledgements that waited for a sync (for tests and status)."""
@@ -86,8 +94,22 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
         self._sync_journal_and_release_acks()
+        self._hold_elections_while_joining()
         self._hold_elections_at_the_last_epoch()
         super()._onTick(timeToWait)
+
+    def _hold_elections_while_joining(self) -> None:
+        """A node that is not a voter yet must not campaign: its elections cannot succeed (no
+        voter knows it), and the term each one raises would unseat the leader as soon as the
+        leader adds it. Once a leader has been heard, it is a node like the others."""
+        if not self.joining:
+            return
+        if self._SyncObj__raftLeader is not None:
+            self.joining = False
+            if self._on_joined is not None:
+                self._on_joined()
+            return
+        self._SyncObj__raftElectionDeadline = float("inf")
 
     def _hold_elections_at_the_last_epoch(self) -> None:
         """At term MAX_EPOCH, keeps pysyncobj's election deadline out of reach (it would raise

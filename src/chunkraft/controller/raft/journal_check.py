@@ -37,6 +37,11 @@ from typing import Any
 from chunkraft.controller.raft.checked_journal import journal_records
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.entry import MAX_EPOCH, decode_entry
+from chunkraft.controller.raft.membership import (
+    MEMBERSHIP_COMMAND_TYPE,
+    OPERATIONS,
+    check_raft_address,
+)
 from chunkraft.errors import ChunkraftError, JournalCorruptError, LogFileError, SnapshotError
 from chunkraft.records.files import read_embedded_snapshot_batches
 
@@ -74,8 +79,17 @@ class JournalCheck:
 
 
 def _payload_of(command: bytes) -> bytes | None:
-    """Our entry payload inside a regular pysyncobj command, or None for pysyncobj's no-op."""
+    """Our entry payload inside a regular pysyncobj command, or None for pysyncobj's no-op
+    and for a membership change (checked here: ``[operation, "host:port"]``, ``membership.py``)."""
     if command == _NO_OP_COMMAND:
+        return None
+    if command[:1] == bytes([MEMBERSHIP_COMMAND_TYPE]):
+        change = _DataOnlyUnpickler(io.BytesIO(command[1:])).load()
+        if not (isinstance(change, list) and len(change) == 2 and change[0] in OPERATIONS
+                and isinstance(change[1], str)):
+            raise pickle.UnpicklingError(f"a command of type 02 (a membership change) holds "
+                                         f"{type(change).__name__}, not [operation, address]")
+        check_raft_address(change[1])
         return None
     if not command or command[0] != _REGULAR_COMMAND:
         # pysyncobj skips a no-op or an unknown type whatever follows: never let one pass.

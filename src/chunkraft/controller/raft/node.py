@@ -8,8 +8,9 @@ peers that have not authenticated (``transport_guard.py``); the tick thread reco
 last ticked, so readiness can tell a stalled Raft thread (``QuorumStatus.tick_lag_seconds``).
 
 One replicated method, ``commit_batches(payload)``, is the only command ever written to the
-journal; pysyncobj numbers replicated methods by their sorted names, so there must never be a
-second one. It never raises: the state machine returns errors as values.
+journal besides pysyncobj's no-ops and membership changes (``membership.py``); pysyncobj
+numbers replicated methods by their sorted names, so there must never be a second one. It never
+raises: the state machine returns errors as values.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pysyncobj import (
 )
 
 from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
-from chunkraft.controller.raft.dump import read_dump, write_dump
+from chunkraft.controller.raft.dump import DumpHeader, read_dump, write_dump
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import (
@@ -48,6 +49,11 @@ from chunkraft.controller.raft.entry import (
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.journal_file import prepare_journal_file
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
+from chunkraft.controller.raft.membership import (
+    JOINING_MARKER,
+    QuorumMembership,
+    VoterDirectory,
+)
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION, ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.controller.raft.term_vote import load_term_vote, term_vote_path
@@ -132,6 +138,12 @@ class RaftSettings:
     def dump_path(self) -> Path:
         return self.data_dir / "raft" / "dump"
 
+    @property
+    def joining_marker_path(self) -> Path:
+        """Present while this node, formatted to join a running quorum, has not yet heard
+        from its leader (``membership.py``)."""
+        return self.data_dir / "raft" / JOINING_MARKER
+
 
 class _EntryPoint(SyncObjConsumer):  # type: ignore[misc]
     """Holds the one replicated method; built before the SyncObj, as pysyncobj requires."""
@@ -160,7 +172,8 @@ class RaftNode:
         self.settings = settings
         self.node_id = settings.node_id
         self.state_machine = MetadataStateMachine(max_retained_bytes=settings.max_retained_bytes)
-        self._address_to_id = {address: node for node, address in settings.voters.items()}
+        self.directory = VoterDirectory(settings.voters, {},
+                                        lambda: self.state_machine.image.controllers)
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
         self._closed = False
@@ -202,14 +215,18 @@ class RaftNode:
             commandsWaitLeader=False,
             logCompactionMinEntries=settings.log_compaction_min_entries,
             logCompactionMinTime=settings.log_compaction_min_time,
-            dynamicMembershipChange=False,
+            dynamicMembershipChange=True,
             onStateChanged=self._on_state_changed,
         )
         others = [address for node, address in settings.voters.items() if node != self.node_id]
         self._transport_class = guarded_transport(settings.transport)
+        joining = settings.joining_marker_path
         self._syncobj = DurableSyncObj(settings.address, others, conf,
                                        consumers=[self._entry_point],
-                                       transportClass=self._transport_class)
+                                       transportClass=self._transport_class,
+                                       joining=joining.exists(),
+                                       on_joined=lambda: self._joined(joining))
+        self.membership = QuorumMembership(self._syncobj, settings.address, self.directory)
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)
         if isinstance(journal, ConflictOnlyJournal):
             syncobj = self._syncobj
@@ -293,18 +310,20 @@ class RaftNode:
         image = self.state_machine.image
         keys = self.state_machine.idempotency_keys()
         names = [str(getattr(member, "address", member)) for member in members]
+        ids = {name: node for name in names if (node := self.directory.id_of(name)) is not None}
         threading.Thread(
-            target=self._write_dump, args=(image, keys, last, previous, names, placeholder),
+            target=self._write_dump, args=(image, keys, last, previous, names, ids, placeholder),
             name="chunkraft-dump", daemon=True).start()
 
     def _write_dump(self, image: Any, keys: Any, last: Any, previous: Any,
-                    members: list[str], placeholder: Path) -> None:
+                    members: list[str], member_ids: dict[str, int], placeholder: Path) -> None:
         started = time.monotonic()
         dump = self.settings.dump_path
         upcoming = dump.with_name(dump.name + ".next")
         try:
             write_dump(upcoming, image=image, cluster_id=self.settings.cluster_id, keys=keys,
-                       last_entry=last, previous_entry=previous, members=members)
+                       last_entry=last, previous_entry=previous, members=members,
+                       member_ids=member_ids)
             # pysyncobj renames its placeholder right after _start_dump returns; wait for that
             # (it asks _dump_state on its next tick) so the placeholder never lands on top.
             if not self._dump_renamed.wait(60):
@@ -372,7 +391,21 @@ class RaftNode:
         self.state_machine.restore(image, header.keys)
         gc.freeze()  # the image is long-lived and acyclic: keep it out of full collections
         logger.info("Raft dump loaded at offset %d", image.offset)
-        return header.last_entry, header.previous_entry, set()
+        return header.last_entry, header.previous_entry, self._others_in_dump(header)
+
+    def _others_in_dump(self, header: DumpHeader) -> list[str]:
+        """The other voters when the dump was written, which pysyncobj makes its cluster (and
+        replays later membership changes onto). By id where the dump knows it: this node is
+        left out even if it had another address then, and a voter's address is the one its
+        registration or this node's configuration gives now (an address an operator moved)."""
+        others = []
+        for address in header.members:
+            node_id = header.member_ids.get(address, self.directory.id_of(address))
+            if address == self.settings.address or node_id == self.node_id:
+                continue
+            current = None if node_id is None else self.directory.address_of(node_id)
+            others.append(current or address)
+        return others
 
     def _compact_journal_to(self, previous: Any, last: Any) -> None:
         """Compacts the journal to a dump's last two entries if it holds them further on.
@@ -421,8 +454,18 @@ class RaftNode:
                        "long", gap, self.settings.election_timeout_min,
                        self.settings.election_timeout_max)
 
+    def _joined(self, marker: Path) -> None:
+        """The first leader was heard: this node is a voter now (tick thread)."""
+        logger.info("heard from the quorum's leader: joined; removing %s", marker)
+        try:
+            marker.unlink(missing_ok=True)
+            fsync_directory(marker.parent)
+        except OSError:
+            logger.exception("removing the joining marker %s failed", marker)
+
     def _after_tick(self) -> None:
         self.ticks.tick()
+        self.membership.run_actions()
         if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
                 and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
             self._syncobj.forceLogCompaction()
@@ -457,7 +500,7 @@ class RaftNode:
         leader = self._syncobj._getLeader()
         if leader is None:
             return None
-        return self._address_to_id.get(str(getattr(leader, "address", leader)))
+        return self.directory.id_of(str(getattr(leader, "address", leader)))
 
     def epoch(self) -> int:
         return int(self._syncobj.raftCurrentTerm)
@@ -470,9 +513,12 @@ class RaftNode:
         own_index = self._last_log_index()
         now = time.monotonic()
         voters = []
-        for node_id, address in sorted(self.settings.voters.items()):
-            if node_id == self.node_id:
-                voters.append(VoterStatus(node_id, address, own_index, 0, 0, True))
+        for address in self.membership.addresses():
+            node_id = self.directory.id_of(address)
+            if node_id is None:
+                node_id = -1  # an address no configuration or registration names
+            if address == self.settings.address:
+                voters.append(VoterStatus(self.node_id, address, own_index, 0, 0, True))
                 continue
             match = status.get(f"match_idx_server_{address}") if state == "leader" else None
             contact = None
@@ -494,7 +540,7 @@ class RaftNode:
             commit_index=int(status["commit_idx"]),
             last_applied_index=int(status["last_applied"]),
             high_watermark=image.offset + 1,
-            voters=tuple(voters),
+            voters=tuple(sorted(voters, key=lambda voter: (voter.node_id, voter.address))),
             failure=self.state_machine.failure,
             tick_lag_seconds=round(self.ticks.lag(), 3),
             tick_lag_limit_seconds=self.ticks.limit,

@@ -76,6 +76,15 @@ def test_round_trip(tmp_path: Path) -> None:
     assert header.keys == tuple(KEYS)
     assert read_dump_header(path) == header
     assert header.snapshot_start == snapshot_start(path.read_bytes())
+    assert header.member_ids == {}
+
+
+def test_member_ids_round_trip_and_older_dumps_have_none(tmp_path: Path) -> None:
+    path = tmp_path / "dump"
+    write_dump(path, image=sample_image(), cluster_id=CLUSTER, keys=KEYS, last_entry=LAST,
+               previous_entry=PREVIOUS, members=["127.0.0.1:2", "127.0.0.1:1"],
+               member_ids={"127.0.0.1:2": 2, "127.0.0.1:1": 1})
+    assert read_dump_header(path).member_ids == {"127.0.0.1:1": 1, "127.0.0.1:2": 2}
 
 
 def test_the_file_is_not_a_pickle(dump_bytes: bytes) -> None:

@@ -566,3 +566,40 @@ def test_a_flipped_byte_stops_the_node_at_start_naming_file_byte_and_index(
     assert f"Raft index {record.index}" in message and f"at byte {record.position}" in message
     assert str(settings.journal_path) in message
     assert settings.journal_path.read_bytes() == damaged
+
+
+def _appended(journal: bytes, command: bytes) -> list[tuple[bytes, int, int]]:
+    entries = entries_of(journal)
+    _last, index, term = entries[-1]
+    return [*entries, (command, index + 1, term)]
+
+
+def test_a_membership_change_is_an_entry_of_the_log(journal: bytes, path: Path) -> None:
+    """``chunkraft quorum add-controller`` writes ``[operation, address]`` (membership.py)."""
+    for operation in ("add", "rem"):
+        change = bytes([2]) + pickle.dumps([operation, "10.0.0.4:9093"], protocol=2)
+        path.write_bytes(with_records(_appended(journal, change)))
+        checked = check_journal(path)
+        assert checked.entries == len(entries_of(journal)) + 1
+        assert checked.chunkraft_entries == PROPOSED
+
+
+@pytest.mark.parametrize("change", [["add", "10.0.0.4"], ["join", "10.0.0.4:9093"],
+                                    ["add", "10.0.0.4:9093", "extra"], ("add", 4)])
+def test_a_malformed_membership_change_is_refused(journal: bytes, path: Path,
+                                                  change: object) -> None:
+    last = entries_of(journal)[-1][1] + 1
+    path.write_bytes(with_records(_appended(journal, bytes([2]) + pickle.dumps(change))))
+    with pytest.raises(JournalCorruptError, match=f"Raft index {last}"):
+        check_journal(path)
+
+
+def test_a_membership_change_naming_a_class_is_refused(journal: bytes, path: Path) -> None:
+    """pysyncobj's own form pickles a TCPNode: never what chunkraft writes, never unpickled."""
+    from pysyncobj.node import TCPNode
+
+    node = TCPNode("10.0.0.4:9093")
+    command = bytes([2]) + pickle.dumps(["add", node.id, node])
+    path.write_bytes(with_records(_appended(journal, command)))
+    with pytest.raises(JournalCorruptError, match="refers to pysyncobj"):
+        check_journal(path)
