@@ -238,3 +238,68 @@ def test_restart_dead_restarts_a_killed_broker_into_its_own_log(
     command.process.send_signal(signal.SIGTERM)
     assert command.wait_exit() == 0, command.err()
     assert _wait_gone([new_pid, *(p for _, p in nodes.values())]) == []
+
+
+ROLL_TIMEOUT = 240.0
+
+
+def _roll_command(directory: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chunkraft", "cluster", "--dir", str(directory),
+         "--rolling-restart", *options],
+        capture_output=True, text=True, timeout=ROLL_TIMEOUT + 30, stdin=subprocess.DEVNULL)
+
+
+def test_rolling_restart_without_a_serving_cluster_says_so(tmp_path: Path) -> None:
+    (tmp_path / "cluster.pid").write_text("999999999\n")  # a stale file names no process
+    done = _roll_command(tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: no chunkraft cluster is serving from {tmp_path} ")
+    assert done.stdout == ""
+
+
+def test_rolling_restart_restarts_every_node_brokers_then_followers_then_the_leader(
+        run_cluster: Callable[..., ClusterCommand]) -> None:
+    command = run_cluster("--controllers", "3", "--brokers", "3")
+    command.wait_serving()
+    directory = command.directory
+    assert (directory / "cluster.pid").read_text().strip() == str(command.process.pid)
+    before = command.nodes()
+    token = (directory / "admin.properties").read_text().split("bearer.token=", 1)[1].strip()
+    cluster_id = json.loads((directory / "cluster.json").read_text())["cluster_id"]
+    answer = httpx.post(f"{before[('controller', 1)][0]}/v3/clusters/{cluster_id}/topics",
+                        headers={"authorization": f"Bearer {token}"}, timeout=30,
+                        json={"topic_name": "rolled", "partitions_count": 3,
+                              "replication_factor": 3})
+    assert answer.status_code in (200, 201), answer.text
+
+    done = _roll_command(directory, "--timeout", str(ROLL_TIMEOUT))
+    assert done.returncode == 0, (done.stdout, done.stderr, command.out(), command.err())
+    lines = [line.strip() for line in done.stdout.splitlines() if line.startswith("  ")]
+    nodes = [line.split(" restarted in ")[0] for line in lines]
+    assert nodes[:3] == ["broker 0", "broker 1", "broker 2"], done.stdout
+    assert len(nodes) == 6, done.stdout
+    controllers = [n.split(" (")[0] for n in nodes[3:]]
+    assert sorted(controllers) == ["controller 1", "controller 2", "controller 3"]
+    # followers first, the leader last: a follower's step names the leader, never itself; the
+    # last one is the leader, unless the leadership moved meanwhile to a controller already
+    # restarted (pysyncobj has no pre-vote: a restarted follower can win an election)
+    for name, line in zip(controllers[:2], lines[3:5], strict=True):
+        assert "(the leader)" not in line and f"the leader: {name};" not in line, line
+    assert nodes[5].endswith("(the leader)") or any(
+        f"the leader: {name};" in lines[5] for name in controllers[:2]), done.stdout
+    assert all("back in every ISR" in line for line in lines[:3])
+    assert all("caught up to offset" in line for line in lines[3:])
+    assert done.stdout.rstrip().splitlines()[-1].startswith("rolling restart done in ")
+    record = json.loads((directory / "rolling-restart.json").read_text())
+    assert (record["roll"], record["ok"], record["error"], len(record["steps"])) == (
+        1, True, None, 6)
+    # the serving command printed the steps too, and took none of the roll's stops for a death
+    assert "chunkraft: rolling restart 1 done in " in command.out()
+    assert "died" not in command.err(), command.err()
+    # every node runs in a new process: the old PIDs are gone
+    assert _wait_gone([pid for _, pid in before.values()]) == []
+
+    command.process.send_signal(signal.SIGTERM)
+    assert command.wait_exit() == 0, command.err()
+    assert not (directory / "cluster.pid").exists()

@@ -13,6 +13,9 @@ stderr with its PID, its exit status or signal and its log file; it is restarted
 command that restarts it by hand, appending to the same log.
 SIGINT (Ctrl-C, and also in a background job, where the shell had it ignored) and SIGTERM stop
 every broker (a controlled shutdown) and then every controller it started, by PID, and exit 0.
+While it serves, its PID is in ``<dir>/cluster.pid`` and SIGUSR1 makes it restart every node
+one at a time (a rolling restart, :mod:`chunkraft.cli.cluster_roll`); ``--rolling-restart``
+asks the command serving from ``--dir`` for one and follows it to its end.
 ``--controller-override`` / ``--broker-override [ID:]KEY=VALUE`` put settings into every node's
 properties file, or one node's, checked by the loaders before anything starts
 (:mod:`chunkraft.deploy.node_settings`).
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chunkraft.cli.cluster_roll import RollService, follow_rolling_restart, serving_pid
 from chunkraft.cli.errors import InputFileError, ToolError
 from chunkraft.cli.input_files import read_input_json
 from chunkraft.cli.stop_signals import Stopper, StopRequested
@@ -55,6 +59,8 @@ WATCH_INTERVAL = 0.5
 """Seconds between two looks for dead nodes while the cluster serves."""
 RESTART_MIN_UPTIME = 10.0
 """``--restart-dead`` leaves stopped a node that died sooner than this after its last start."""
+ROLL_FOLLOW_TIMEOUT = 1800.0
+"""``--rolling-restart`` gives up following the roll after this long by default."""
 
 
 def register(commands: Subcommands) -> None:
@@ -84,6 +90,13 @@ def register(commands: Subcommands) -> None:
                         action="append", default=[],
                         help="a property of every broker's file, or of broker ID's only "
                              "(repeatable; docs/broker.md lists them)")
+    parser.add_argument("--rolling-restart", action="store_true",
+                        help="restart every node of the cluster serving from --dir, one at a "
+                             "time (brokers, then controllers, the leader last), and follow "
+                             "the roll: exit 0 once it succeeded, 1 with its error")
+    parser.add_argument("--timeout", type=float, default=ROLL_FOLLOW_TIMEOUT, metavar="SECONDS",
+                        help="with --rolling-restart: stop following after this long "
+                             f"(default {ROLL_FOLLOW_TIMEOUT:g}; the roll goes on)")
     parser.set_defaults(handler=_run)
 
 
@@ -165,6 +178,14 @@ def _check_node_configs(cluster: LocalCluster) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.rolling_restart:
+        return follow_rolling_restart(args.dir, args.timeout)
+    serving = serving_pid(args.dir)
+    if serving is not None:
+        print(f"error: a chunkraft cluster already serves from {args.dir} (pid {serving}); "
+              "stop it first, or ask it for a rolling restart with --rolling-restart",
+              file=sys.stderr)
+        return 1
     try:
         cluster = open_local_cluster(args.dir, args.controllers, args.brokers)
         _apply_overrides(cluster, args)
@@ -224,9 +245,13 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) ->
 
             run_demo(cluster)
         if not args.exit:
-            print("serving; Ctrl-C or SIGTERM stops every broker, then every controller",
-                  flush=True)
-            _watch(cluster, stopper, Restarter(cluster) if args.restart_dead else None)
+            rolls = RollService(cluster, args.dir, stopper.deferred)
+            with rolls.serving():
+                print("serving; Ctrl-C or SIGTERM stops every broker, then every controller; "
+                      f"SIGUSR1 (or chunkraft cluster --dir {args.dir} --rolling-restart) "
+                      "restarts them one at a time", flush=True)
+                _watch(cluster, stopper, Restarter(cluster) if args.restart_dead else None,
+                       rolls)
     except StopRequested:
         return 0
     except (RuntimeError, TimeoutError, ConfigError) as error:
@@ -239,12 +264,15 @@ def _pid(process: subprocess.Popen[bytes] | None) -> str:
     return str(process.pid) if process is not None else "-"
 
 
-def _watch(cluster: LocalCluster, stopper: Stopper, restarter: Restarter | None) -> None:
-    """Reports the nodes that die (:func:`report_dead`) every ``WATCH_INTERVAL`` seconds until
-    a signal raises StopRequested."""
+def _watch(cluster: LocalCluster, stopper: Stopper, restarter: Restarter | None,
+           rolls: RollService) -> None:
+    """Reports the nodes that die (:func:`report_dead`) every ``WATCH_INTERVAL`` seconds, and
+    runs the rolling restarts SIGUSR1 asks for, until a signal raises StopRequested. A roll runs
+    here, in between: the nodes it stops are never taken for dead ones."""
     while True:
         with stopper.deferred():  # a restart's fork must not be cut in half
             report_dead(cluster, restarter)
+        rolls.run_requested()  # its starts are deferred-safe too (its guard)
         time.sleep(WATCH_INTERVAL)
 
 

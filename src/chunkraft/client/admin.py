@@ -5,8 +5,11 @@ bootstrap URLs in turn: it moves to the next one on a connection error or timeou
 (not the leader, could not forward), 502, 503 (no quorum, or not caught up with ``min_offset``
 yet) and 504. Every write carries an ``Idempotency-Key`` that stays the same across its retries,
 so a write whose outcome was unknown (the controller died mid-way) is retried on another
-controller and still applies once. Retries are bounded by an attempt count and a deadline, and
-the client gives up early when every URL refuses connections twice in a row (a wrong address
+controller and still applies once. Retries are bounded by a deadline (``retry_for``, as Kafka's
+``default.api.timeout.ms`` bounds its admin client's), and by an attempt count only when one is
+given (a leader election of a few seconds, while a controller restarts, must not exhaust a count
+long before the deadline: the 503 NOT_CONTROLLER answers of an election come fast); the client
+gives up early when every URL refuses connections twice in a row (a wrong address
 should fail in a second, not after the deadline). One connection attempt takes at most
 :data:`CONNECT_TIMEOUT_S`, so a controller on a host that is cut off (its packets dropped, no
 refusal) leaves time for the others.
@@ -91,12 +94,16 @@ class AdminClient:
     """
 
     def __init__(self, bootstrap: str | Sequence[str], config: CommandConfig | None = None, *,
-                 timeout: float = 30.0, retry_for: float = 30.0, max_attempts: int = 20,
+                 timeout: float = 30.0, retry_for: float = 30.0,
+                 max_attempts: int | None = None,
                  wait_ms: int = 10_000, transport: httpx.BaseTransport | None = None) -> None:
         self.urls = split_bootstrap(bootstrap)
         self.config = config or CommandConfig()
         self.retry_for = retry_for
-        self.max_attempts = max(1, max_attempts)
+        # None: the deadline bounds the retries; the count only guards the loop. A full round
+        # of the URLs pauses up to 1 s (backoff), so about retry_for rounds fit before it.
+        self.max_attempts = max(1, max_attempts if max_attempts is not None
+                                else len(self.urls) * (int(retry_for) + 10))
         self.wait_ms = wait_ms
         self.last_offset = -1
         self._next = 0

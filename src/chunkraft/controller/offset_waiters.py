@@ -4,7 +4,10 @@ The metadata stream's long polls (every broker keeps one open on the leader) and
 for their own writes wait here. A wake-up resolves the futures of exactly the waiters whose
 offset was reached, in the loop callback that brings the Raft thread's news onto the loop: no
 task to schedule, no lock for each waiter to take in turn (an ``asyncio.Condition`` costs both,
-and wakes every waiter to re-check, on every apply).
+and wakes every waiter to re-check, on every apply). When the node stops, :meth:`release` lets
+every waiter go at once: a graceful HTTP stop waits for the requests in flight, and the
+brokers' long polls (5 s each) held the leader's stop, while its listener no longer took
+requests, for as long.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class OffsetWaiters:
         self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()  # ties: first come, first woken; futures never compared
         self._abandoned = 0
+        self._released = False
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -37,7 +41,7 @@ class OffsetWaiters:
     async def wait(self, offset: int, timeout: float) -> bool:
         if self._applied() >= offset:
             return True
-        if timeout <= 0:
+        if timeout <= 0 or self._released:
             return False
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._heap, (offset, next(self._order), future))
@@ -45,8 +49,7 @@ class OffsetWaiters:
             await asyncio.wait_for(future, timeout)
         except TimeoutError:
             self._forget_abandoned()
-            return self._applied() >= offset
-        return True
+        return self._applied() >= offset
 
     def _forget_abandoned(self) -> None:
         # A timed-out waiter's future is cancelled and stays in the heap until wake() reaches
@@ -57,6 +60,16 @@ class OffsetWaiters:
             self._heap = [item for item in self._heap if not item[2].done()]
             heapq.heapify(self._heap)
             self._abandoned = 0
+
+    def release(self) -> None:
+        """The node is stopping: every waiter returns now (True only if its offset was
+        reached), and every later :meth:`wait` at once."""
+        self._released = True
+        for _offset, _order, future in self._heap:
+            if not future.done():
+                future.set_result(None)
+        self._heap.clear()
+        self._abandoned = 0
 
     def wake(self) -> None:
         """Resolves every waiter whose offset ``applied()`` has reached."""

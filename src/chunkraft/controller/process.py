@@ -3,14 +3,20 @@
 Start-up order: the data dir must be formatted for this cluster and node; the Raft journal and
 dump are checked whole (a corrupt one stops the start with a report); pysyncobj starts; then
 uvicorn serves the HTTP API on the configured listener. SIGTERM and SIGINT stop uvicorn
-gracefully (in-flight requests finish), then the Raft node closes its journal and port.
+gracefully (in-flight requests finish; long polls answer at once), then the Raft node closes its
+journal and port, and the process exits 0.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import ssl
 import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import uvicorn
 
@@ -97,6 +103,37 @@ def _client_context(tls: TlsSettings) -> ssl.SSLContext:
                           setting="ssl.certfile") from None
 
 
+class _ControllerServer(uvicorn.Server):
+    """uvicorn's server, returning after a graceful stop on SIGTERM / SIGINT.
+
+    uvicorn (0.29 and later) re-raises the signal once it stopped serving, so the process died
+    by it (status -15) inside ``server.run()``: the Raft node was never closed (its tick
+    thread stopped, the journal closed, the port released) and "controller N stopped" never
+    logged. Here the signal only asks uvicorn to stop, as uvicorn's own handler does, without
+    keeping it to raise again; :func:`run_controller` then closes the node and exits 0.
+
+    The first signal also calls ``on_stop`` on the loop (the controller lets its long polls
+    go): the graceful stop waits for the requests in flight, and a broker's metadata long poll
+    would hold it 5 s, all that time a leader whose listener takes no requests."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: Any = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop without waiting for requests
+            return
+        if not self.should_exit and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_stop)
+        self.should_exit = True
+
+
 def run_controller(config: ControllerConfig) -> int:
     """Runs the node until SIGTERM / SIGINT; returns the process exit status."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -134,7 +171,7 @@ def run_controller(config: ControllerConfig) -> int:
         )
         app = create_app(context, freeze_heap=True)
         listener = config.listeners
-        server = uvicorn.Server(uvicorn.Config(
+        server = _ControllerServer(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
             access_log=False, proxy_headers=False, lifespan="on",
             timeout_graceful_shutdown=10,
@@ -143,7 +180,7 @@ def run_controller(config: ControllerConfig) -> int:
                 head_timeout_s=config.http_head_timeout_ms / 1000,
                 body_timeout_s=config.http_body_timeout_ms / 1000,
                 max_connections_per_address=config.http_max_connections_per_address),
-                tls.uvicorn_options() if tls else None)))
+                tls.uvicorn_options() if tls else None)), on_stop=controller.release_waiters)
         logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
                     config.raft_address, listener.url, config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)

@@ -233,6 +233,11 @@ class QuorumController:
         """Waits until this node has applied ``offset``; False if it has not within ``timeout``."""
         return await self._offset_waiters.wait(offset, timeout)
 
+    def release_waiters(self) -> None:
+        """The node is stopping: long polls and reads waiting for an offset answer now with
+        what this node has (see :meth:`OffsetWaiters.release`). On the loop."""
+        self._offset_waiters.release()
+
     async def read_after(
         self, offset: int, *, max_records: int, max_bytes: int, wait: float
     ) -> TailRead:

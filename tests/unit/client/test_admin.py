@@ -275,3 +275,22 @@ def test_something_that_is_not_a_controller_is_named_as_such() -> None:
 
     with client(handler) as admin, pytest.raises(AdminError, match="is this a chunkraft"):
         admin.cluster_id()
+
+
+def test_an_election_longer_than_twenty_attempts_is_waited_out_within_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # While the leader restarts, the followers answer 503 NOT_CONTROLLER at once, for as long
+    # as the election takes: the deadline (retry_for), not a count of fast answers, bounds it.
+    monkeypatch.setattr("chunkraft.client.admin.time.sleep", lambda seconds: None)
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url.host))
+        if len(calls) <= 40:
+            return httpx.Response(503, json={"error_code": 41, "error_name": "NOT_CONTROLLER",
+                                             "message": "forwarding to the leader failed"})
+        return httpx.Response(200, json=CLUSTERS)
+
+    with client(handler) as admin:
+        assert admin.get("/v3/clusters") == CLUSTERS
+    assert len(calls) == 41

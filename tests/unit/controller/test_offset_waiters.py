@@ -78,3 +78,22 @@ def test_a_waiter_that_times_out_just_as_its_offset_arrives_says_true() -> None:
         return result
 
     assert asyncio.run(scenario()) is True
+
+
+def test_release_lets_every_waiter_go_at_once_and_later_waits_do_not_wait() -> None:
+    async def scenario() -> tuple[list[bool], float, bool, int]:
+        applied = _Applied()
+        waiters = OffsetWaiters(applied)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        tasks = [asyncio.create_task(waiters.wait(offset, 30.0)) for offset in (11, 12)]
+        await asyncio.sleep(0)
+        applied.offset = 11  # reached by the first, not by the second, and no wake()
+        waiters.release()
+        results = list(await asyncio.wait_for(asyncio.gather(*tasks), 5.0))
+        later = await asyncio.wait_for(waiters.wait(13, 30.0), 5.0)
+        return results, loop.time() - started, later, len(waiters)
+
+    results, seconds, later, left = asyncio.run(scenario())
+    assert results == [True, False]
+    assert seconds < 5.0 and later is False and left == 0

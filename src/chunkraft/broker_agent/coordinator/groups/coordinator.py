@@ -109,6 +109,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class _LeadershipLost(Exception):
+    """A read of an offsets partition this broker loaded was refused NOT_LEADER_OR_FOLLOWER:
+    its leadership moved (a controlled shutdown moves every one away) before the broker's
+    replica state said so. Expected, not a failure: the partition is unloaded and its groups
+    answered NOT_COORDINATOR, so their clients find the new coordinator."""
+
+
 class _Loaded:
     """One offsets partition this broker leads: its state, the leader epoch it was loaded
     at, and a lock so that folds and appends do not interleave."""
@@ -185,7 +192,11 @@ class GroupCoordinator:
         transaction's offsets are visible (or gone) before EndTxn's markers are answered."""
         loaded = self.loaded.get(partition) if topic == OFFSETS_TOPIC else None
         if loaded is not None:
-            await self._catch_up(partition, loaded)
+            try:
+                await self._catch_up(partition, loaded)
+            except _LeadershipLost as lost:
+                log.info("%s: unloaded", lost)
+                self._unload(partition)
 
     async def stop(self) -> None:
         """Stops the background task and the loads in flight."""
@@ -220,7 +231,11 @@ class GroupCoordinator:
             if index not in self.loaded:
                 self._start_load(index, epoch)
             else:
-                await self._catch_up(index, self.loaded[index])
+                try:
+                    await self._catch_up(index, self.loaded[index])
+                except _LeadershipLost as lost:
+                    log.info("%s: unloaded", lost)
+                    self._unload(index)
 
     # ------------------------------------------------------------------ partitions
 
@@ -305,6 +320,9 @@ class GroupCoordinator:
                      OFFSETS_TOPIC, index, epoch, loaded.state.next_offset,
                      time.monotonic() - started, len(loaded.state.groups()))
             return loaded
+        except _LeadershipLost as lost:
+            log.info("%s: not loaded", lost)
+            return None
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, index)
             return None
@@ -330,6 +348,9 @@ class GroupCoordinator:
                     answer.log_start_offset > state.next_offset:
                 state.next_offset = answer.log_start_offset  # retention removed the head
                 continue
+            if answer.error_code == Errors.NOT_LEADER_OR_FOLLOWER.code:
+                raise _LeadershipLost(f"{OFFSETS_TOPIC}-{index} is no longer led here (reading "
+                                      f"at {state.next_offset}: NOT_LEADER_OR_FOLLOWER)")
             if answer.error_code != 0:
                 raise RuntimeError(f"reading {OFFSETS_TOPIC}-{index} at {state.next_offset}: "
                                    f"{Errors.for_code(answer.error_code).name}")
@@ -364,6 +385,10 @@ class GroupCoordinator:
             return Errors.NONE, index, loaded
         try:
             await self._catch_up(index, loaded)
+        except _LeadershipLost as lost:
+            log.info("%s: unloaded", lost)
+            self._unload(index)
+            return Errors.NOT_COORDINATOR, index, None
         except Exception:
             log.exception("folding %s-%d failed", OFFSETS_TOPIC, index)
             return Errors.COORDINATOR_NOT_AVAILABLE, index, None

@@ -9,7 +9,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from chunkraft.broker_agent.coordinator.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from chunkraft.broker_agent.coordinator.groups.coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    _Loaded,
+)
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.coordinators import (
     JoinGroupRequest,
@@ -215,3 +219,46 @@ def test_a_stable_generation_survives_a_leader_change(tmp_path: Path) -> None:
         finally:
             await cluster.close()
     asyncio.run(scenario())
+
+
+def test_a_read_refused_not_leader_unloads_the_partition_quietly_and_answers_not_coordinator(
+        tmp_path: Path, monkeypatch: Any, caplog: Any) -> None:
+    # A controlled shutdown moves the offsets partition's leadership away: the log refuses the
+    # coordinator's read NOT_LEADER_OR_FOLLOWER before the broker's replica state says it no
+    # longer leads. The group is answered NOT_COORDINATOR (its client finds the new
+    # coordinator), the partition is unloaded, and nothing is logged as an error.
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0, 1))
+        try:
+            await _offsets_topic(cluster, leader=0, epoch=0)
+            coordinator = _coordinator(cluster, 0)
+            error, _ = await coordinator.commit_offsets("g", -1, "", [_commit(0, 5)])
+            assert error is Errors.NONE and 0 in coordinator.loaded
+            manager = cluster.managers[0]
+            real_fetch = manager.fetch
+
+            async def refused(request: Any) -> Any:
+                answer = await real_fetch(request)
+                topic = answer.responses[0]
+                partition = topic.partitions[0].model_copy(
+                    update={"error_code": Errors.NOT_LEADER_OR_FOLLOWER.code, "records": None})
+                return answer.model_copy(update={"responses": (
+                    topic.model_copy(update={"partitions": (partition,)}),)})
+
+            monkeypatch.setattr(manager, "fetch", refused)
+            error, _ = await coordinator.fetch_offsets("g", None)
+            assert error is Errors.NOT_COORDINATOR
+            assert 0 not in coordinator.loaded
+            coordinator.loaded[0] = _Loaded(0)  # loaded again, as a tick would
+            await coordinator.tick()  # the background tick meets the same refusal
+            assert 0 not in coordinator.loaded
+            await coordinator.stop()
+        finally:
+            await cluster.close()
+
+    with caplog.at_level("INFO"):
+        asyncio.run(scenario())
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+    assert "__consumer_offsets-0 is no longer led here" in caplog.text
+
