@@ -18,6 +18,7 @@ from chunkraft.records import (
     BrokerRegistrationChangeRecord,
     ChunkChangeRecord,
     ChunkRecord,
+    ConfigRecord,
     ControllerRegistrationRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -281,7 +282,8 @@ def _expand(draw: st.DrawFn, m: _Model) -> list[Any]:
 
 
 def _cluster_records(draw: st.DrawFn, m: _Model) -> list[Any]:
-    kind = draw(st.sampled_from(["acl", "remove_acl", "producer_ids", "controller", "noop"]))
+    kind = draw(st.sampled_from(["acl", "remove_acl", "producer_ids", "controller", "config",
+                                 "noop"]))
     if kind == "acl":
         acl_id = _uuid(draw)
         m.acls.append(acl_id)
@@ -301,6 +303,12 @@ def _cluster_records(draw: st.DrawFn, m: _Model) -> list[Any]:
             controller_id=controller_id, incarnation_id=_uuid(draw),
             raft_address=f"198.18.0.{controller_id}:{port}",
             http_url=f"http://198.18.0.{controller_id}:9090")]
+    if kind == "config":  # a topic's (live or not: replay does not care), a broker's, the default
+        resource = draw(st.sampled_from([*((2, name) for name in TOPIC_NAMES), (4, "0"),
+                                         (4, "")]))
+        name = draw(st.sampled_from(["retention.ms", "min.insync.replicas"]))
+        value = draw(st.one_of(st.none(), st.integers(1, 10**6).map(str)))
+        return [ConfigRecord(resource[0], resource[1], name, value)]
     return [NoOpRecord()]
 
 

@@ -3,7 +3,7 @@
 A broker that loads a snapshot jumps from its image to the snapshot's without the records in
 between; its ReplicaManager still needs a delta (``local_changes``) to act on. This builds one
 from the two images: topics removed, added or changed (only the partitions and chunks that
-differ), brokers, ACLs, producer ids and controller registrations, so that
+differ), brokers, ACLs, producer ids, controller registrations and configurations, so that
 ``delta.apply(new.provenance)`` equals ``new``.
 Cost grows with the differences, plus one comparison per topic (topic images are shared
 between images that did not change them, so most comparisons are identity checks).
@@ -14,6 +14,7 @@ from __future__ import annotations
 from chunkraft.controller.image import MetadataDelta, MetadataImage, TopicDelta, TopicImage
 from chunkraft.records import (
     ChunkRecord,
+    ConfigRecord,
     RemoveAccessControlEntryRecord,
     UnregisterBrokerRecord,
 )
@@ -38,7 +39,18 @@ def delta_between(old: MetadataImage, new: MetadataImage) -> MetadataDelta:
     for registration in new.controllers:
         if old.controllers.get(registration.controller_id) != registration:
             delta.replay(registration)
+    _configs(delta, old, new)
     return delta
+
+
+def _configs(delta: MetadataDelta, old: MetadataImage, new: MetadataImage) -> None:
+    if old.configs is new.configs or old.configs == new.configs:
+        return
+    for resource in set(old.configs.by_resource) | set(new.configs.by_resource):
+        before, after = old.configs.values(*resource), new.configs.values(*resource)
+        for name in sorted(set(before) | set(after)):
+            if before.get(name) != after.get(name):
+                delta.replay(ConfigRecord(resource[0], resource[1], name, after.get(name)))
 
 
 def _brokers(delta: MetadataDelta, old: MetadataImage, new: MetadataImage) -> None:

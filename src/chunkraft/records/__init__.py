@@ -26,6 +26,11 @@ from chunkraft.records.codec import (
     latest_version,
     record_version_of,
 )
+from chunkraft.records.config_records import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ConfigRecord,
+)
 from chunkraft.records.json_view import record_from_json, record_to_json
 from chunkraft.records.schema import ZERO_UUID, all_record_schemas, schema_of
 from chunkraft.records.topic_records import (
@@ -54,12 +59,15 @@ Record = (
     | ChunkRecord
     | ChunkChangeRecord
     | ControllerRegistrationRecord
+    | ConfigRecord
 )
 """Any metadata record."""
 
 __all__ = [
+    "BROKER_RESOURCE",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
+    "TOPIC_RESOURCE",
     "ZERO_UUID",
     "AccessControlEntryRecord",
     "BrokerEndpoint",
@@ -67,6 +75,7 @@ __all__ = [
     "BrokerRegistrationChangeRecord",
     "ChunkChangeRecord",
     "ChunkRecord",
+    "ConfigRecord",
     "ControllerRegistrationRecord",
     "NoOpRecord",
     "PartitionChangeRecord",

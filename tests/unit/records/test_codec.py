@@ -359,8 +359,8 @@ def test_unknown_api_key() -> None:
     error = _decode_error(b"\x01\x63\x00\x00")
     assert error.position == 1
     assert "apiKey 99" in str(error)
-    # apiKeys 4 and 8 are unused in Kafka's numbering too.
-    assert _decode_error(b"\x01\x04\x00\x00").position == 1
+    # No record of chunkraft has apiKey 8.
+    assert _decode_error(b"\x01\x08\x00\x00").position == 1
     # A two-byte varint apiKey is out of the range of any declared record.
     assert _decode_error(b"\x01\x80\x01\x00\x00").position == 1
 

@@ -163,6 +163,7 @@ def test_the_records_design_table() -> None:
         1: "UnregisterBrokerRecord",
         2: "TopicRecord",
         3: "PartitionRecord",
+        4: "ConfigRecord",
         5: "PartitionChangeRecord",
         6: "AccessControlEntryRecord",
         7: "RemoveAccessControlEntryRecord",
@@ -176,7 +177,7 @@ def test_the_records_design_table() -> None:
     }
     assert [s.api_key for s in all_record_schemas()] == sorted(declared)
     assert record_schema(3) is schema_of(PartitionRecord)
-    assert record_schema(4) is None
+    assert record_schema(8) is None
 
 
 def test_schema_of_an_undeclared_class() -> None:

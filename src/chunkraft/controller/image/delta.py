@@ -7,6 +7,7 @@ from typing import Any
 
 from chunkraft.controller.image.acls import AclsDelta
 from chunkraft.controller.image.brokers import BrokersDelta
+from chunkraft.controller.image.configs import ConfigsDelta
 from chunkraft.controller.image.controllers import replay_controller_registration
 from chunkraft.controller.image.image import MetadataImage
 from chunkraft.controller.image.producer_ids import replay_producer_ids
@@ -18,6 +19,7 @@ from chunkraft.records import (
     BrokerRegistrationChangeRecord,
     ChunkChangeRecord,
     ChunkRecord,
+    ConfigRecord,
     ControllerRegistrationRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -49,6 +51,7 @@ class MetadataDelta:
         self._acls: AclsDelta | None = None
         self._producer_ids = image.producer_ids
         self._controllers = image.controllers
+        self._configs: ConfigsDelta | None = None
         self.replayed = 0
 
     @property
@@ -62,6 +65,12 @@ class MetadataDelta:
         if self._brokers is None:
             self._brokers = BrokersDelta(self.image.brokers)
         return self._brokers
+
+    @property
+    def configs_delta(self) -> ConfigsDelta:
+        if self._configs is None:
+            self._configs = ConfigsDelta(self.image.configs)
+        return self._configs
 
     @property
     def acls_delta(self) -> AclsDelta:
@@ -103,6 +112,7 @@ class MetadataDelta:
             self._producer_ids,
             self._acls.apply() if self._acls is not None else image.acls,
             self._controllers,
+            self._configs.apply() if self._configs is not None else image.configs,
         )
 
     # ------------------------------------------------------------ replay, by record type
@@ -111,7 +121,10 @@ class MetadataDelta:
         self.topics_delta.replay_topic(record)
 
     def _remove_topic(self, record: RemoveTopicRecord) -> None:
+        name = self.topics_delta.name_of(record.topic_id)
         self.topics_delta.replay_remove_topic(record)
+        if name is not None:
+            self.configs_delta.remove_topic(name)
 
     def _partition(self, record: PartitionRecord) -> None:
         self.topics_delta.replay_partition(record)
@@ -146,6 +159,9 @@ class MetadataDelta:
     def _controller_registration(self, record: ControllerRegistrationRecord) -> None:
         self._controllers = replay_controller_registration(self._controllers, record)
 
+    def _config(self, record: ConfigRecord) -> None:
+        self.configs_delta.replay(record)
+
     def _no_op(self, record: NoOpRecord) -> None:
         pass
 
@@ -164,5 +180,6 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     RemoveAccessControlEntryRecord: MetadataDelta._remove_acl,
     ProducerIdsRecord: MetadataDelta._producer_ids_block,
     ControllerRegistrationRecord: MetadataDelta._controller_registration,
+    ConfigRecord: MetadataDelta._config,
     NoOpRecord: MetadataDelta._no_op,
 }

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from chunkraft.controller.image.acls import AclsImage
 from chunkraft.controller.image.brokers import BrokersImage
+from chunkraft.controller.image.configs import ConfigsImage
 from chunkraft.controller.image.controllers import ControllersImage
 from chunkraft.controller.image.producer_ids import ProducerIdsImage
 from chunkraft.controller.image.provenance import MetadataProvenance
@@ -18,8 +19,8 @@ __all__ = ["MetadataImage"]
 
 
 class MetadataImage:
-    """Brokers, topics (partitions and chunks), producer ids, ACLs and controller
-    registrations at ``provenance``.
+    """Brokers, topics (partitions and chunks), producer ids, ACLs, controller registrations
+    and configurations at ``provenance``.
 
     Immutable and thread-safe: replay builds a new image through a MetadataDelta and the holder
     swaps one reference, so readers never lock. ``to_records()`` writes the image back out as
@@ -28,8 +29,8 @@ class MetadataImage:
 
     EMPTY: ClassVar[MetadataImage]
 
-    __slots__ = ("_hash", "acls", "brokers", "controllers", "producer_ids", "provenance",
-                 "topics")
+    __slots__ = ("_hash", "acls", "brokers", "configs", "controllers", "producer_ids",
+                 "provenance", "topics")
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class MetadataImage:
         producer_ids: ProducerIdsImage,
         acls: AclsImage,
         controllers: ControllersImage = ControllersImage.EMPTY,
+        configs: ConfigsImage = ConfigsImage.EMPTY,
     ) -> None:
         self.provenance = provenance
         self.brokers = brokers
@@ -46,6 +48,7 @@ class MetadataImage:
         self.producer_ids = producer_ids
         self.acls = acls
         self.controllers = controllers
+        self.configs = configs
         self._hash: str | None = None
 
     @property
@@ -64,17 +67,20 @@ class MetadataImage:
             and not len(self.topics)
             and not len(self.acls)
             and not len(self.controllers)
+            and not len(self.configs)
             and self.producer_ids == ProducerIdsImage()
         )
 
     def to_records(self) -> Iterator[Any]:
         """Brokers, topics (each with its partitions and chunks), ACLs, producer ids,
-        controller registrations."""
+        controller registrations, configurations (after their topics: a snapshot replays a
+        topic's configurations once the topic exists)."""
         yield from self.brokers.to_records()
         yield from self.topics.to_records()
         yield from self.acls.to_records()
         yield from self.producer_ids.to_records()
         yield from self.controllers.to_records()
+        yield from self.configs.to_records()
 
     def encoded_records(self) -> Iterator[bytes]:
         """:meth:`to_records`, encoded (what a snapshot holds); caches topic digests too."""
@@ -84,6 +90,7 @@ class MetadataImage:
         yield from map(encode_record, self.acls.to_records())
         yield from map(encode_record, self.producer_ids.to_records())
         yield from map(encode_record, self.controllers.to_records())
+        yield from map(encode_record, self.configs.to_records())
 
     def content_hash(self) -> str:
         """Hex SHA-256 of the content (not the provenance): equal on every node at one offset.
@@ -95,8 +102,11 @@ class MetadataImage:
             h = hashlib.sha256()
             sections = [self.brokers.to_records(), self.acls.to_records(),
                         self.producer_ids.to_records()]
-            if len(self.controllers):  # absent before issue 18: hashes of older images hold
+            # Sections added later count only when present: the hashes of older images hold.
+            if len(self.controllers):
                 sections.append(self.controllers.to_records())
+            if len(self.configs):
+                sections.append(self.configs.to_records())
             for section in sections:
                 h.update(b"".join(map(encode_record, section)))
                 h.update(b"|")  # an empty record encoding is impossible: separates sections
@@ -107,7 +117,7 @@ class MetadataImage:
 
     def with_provenance(self, provenance: MetadataProvenance) -> MetadataImage:
         image = MetadataImage(provenance, self.brokers, self.topics, self.producer_ids, self.acls,
-                              self.controllers)
+                              self.controllers, self.configs)
         image._hash = self._hash
         return image
 
@@ -121,6 +131,7 @@ class MetadataImage:
             and self.acls == other.acls
             and self.topics == other.topics
             and self.controllers == other.controllers
+            and self.configs == other.configs
         )
 
     __hash__ = None  # type: ignore[assignment]

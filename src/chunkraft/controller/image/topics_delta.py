@@ -194,6 +194,14 @@ class TopicsDelta:
         self.changed[record.topic_id] = TopicDelta(None, record.name, record.topic_id)
         self._names[record.name] = record.topic_id
 
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        """The name of topic ``topic_id`` as this delta sees it, or None if there is none."""
+        delta = self.changed.get(topic_id)
+        if delta is not None:
+            return delta.name
+        topic = self.base.by_id.get(topic_id)
+        return None if topic is None else topic.name
+
     def replay_remove_topic(self, record: RemoveTopicRecord) -> None:
         delta = self._topic(record.topic_id, "RemoveTopicRecord")
         del self.changed[record.topic_id]
