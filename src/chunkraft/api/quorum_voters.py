@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
@@ -193,10 +193,9 @@ async def add_controller(request: Request) -> Response:
 @router.delete("/quorum/voters/{controller_id}",
                summary="Remove a controller from the quorum (ALTER on the cluster)",
                response_model=VoterChangeResponse, responses=_RESPONSES)
-async def remove_controller(request: Request, controller_id: int) -> Response:
-    if not 0 <= controller_id <= MAX_CONTROLLER_ID:
-        return error_response(Errors.INVALID_REQUEST,
-                              f"controller_id must be 0..{MAX_CONTROLLER_ID}", 400)
+async def remove_controller(
+        request: Request,
+        controller_id: Annotated[int, Path(ge=0, le=MAX_CONTROLLER_ID)]) -> Response:
     context: ControllerContext = request.app.state.context
     membership = await _prologue(request, b"")
     if isinstance(membership, Response):
