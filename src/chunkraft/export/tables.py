@@ -37,6 +37,8 @@ from chunkraft.export.local_rows import (
 from chunkraft.records import (
     AccessControlEntryRecord,
     ChunkRecord,
+    ConfigRecord,
+    ControllerRegistrationRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
@@ -131,6 +133,12 @@ CONTROLLER_TABLES: tuple[TableSpec, ...] = (
               "The last producer id block allocated (ProducerIdsRecord)."),
     TableSpec("acls", AccessControlEntryRecord, ("id",),
               "Every ACL binding (AccessControlEntryRecord)."),
+    TableSpec("controllers", ControllerRegistrationRecord, ("controller_id",),
+              "Every controller registration (ControllerRegistrationRecord): the controllers "
+              "added while the quorum served."),
+    TableSpec("configs", ConfigRecord, ("resource_type", "resource_name", "name"),
+              "Every configuration key set in the metadata log (ConfigRecord): resource type 2 "
+              "a topic, 4 a broker (an empty name: the cluster default)."),
 )
 
 BROKER_STATE_TABLES: tuple[TableSpec, ...] = (

@@ -14,6 +14,8 @@ from chunkraft.records import (
     BrokerEndpoint,
     BrokerFeature,
     ChunkRecord,
+    ConfigRecord,
+    ControllerRegistrationRecord,
     PartitionRecord,
     PriorPartitionEpoch,
     ProducerIdsRecord,
@@ -61,6 +63,10 @@ def sample_records() -> list[Any]:
                                  pattern_type=3, principal="User:alice", host="*",
                                  operation=3, permission_type=3),
         ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=2000),
+        ControllerRegistrationRecord(controller_id=4, incarnation_id=uuid.UUID(int=44),
+                                     raft_address="h4:9093", http_url="http://h4:9090"),
+        ConfigRecord(2, "orders", "retention.ms", "86400000"),
+        ConfigRecord(4, "", "min.insync.replicas", "2"),
     ]
 
 

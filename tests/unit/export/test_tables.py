@@ -48,7 +48,8 @@ def test_schema_is_the_declaration(spec: TableSpec) -> None:
 
 def test_the_table_names_are_the_documented_ones() -> None:
     assert [t.name for t in CONTROLLER_TABLES] == [
-        "brokers", "topics", "partitions", "chunks", "producer_ids", "acls"]
+        "brokers", "topics", "partitions", "chunks", "producer_ids", "acls", "controllers",
+        "configs"]
     assert [t.name for t in BROKER_STATE_TABLES] == [
         "local_logs", "local_segments", "local_replicas", "producer_id_blocks"]
     assert set(TABLES_BY_NAME) == {t.name for t in CONTROLLER_TABLES + BROKER_STATE_TABLES}

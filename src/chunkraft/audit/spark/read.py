@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import reduce
 
@@ -10,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from chunkraft.audit.inputs import AuditInputs, ExportInput
 from chunkraft.audit.spark.literal import literal_frame
 from chunkraft.audit.spark.schemas import spark_schema
-from chunkraft.export.tables import BROKER_STATE_TABLES, CONTROLLER_TABLES
+from chunkraft.export.tables import BROKER_STATE_TABLES
 
 __all__ = ["SnapshotFrames", "read_snapshot", "read_states", "read_table"]
 
@@ -33,8 +34,11 @@ class SnapshotFrames:
 
 
 def read_snapshot(spark: SparkSession, export: ExportInput) -> SnapshotFrames:
-    """Every table of a controller-snapshot export."""
-    frames = {spec.name: read_table(spark, export, spec.name) for spec in CONTROLLER_TABLES}
+    """The tables of a controller-snapshot export that the rules read (not every table of the
+    export: ``controllers`` and ``configs`` are exported for data engineers, and an export
+    written before they existed is still audited)."""
+    frames = {field.name: read_table(spark, export, field.name)
+              for field in dataclasses.fields(SnapshotFrames)}
     return SnapshotFrames(**frames)
 
 
