@@ -4,7 +4,8 @@ Actions (exactly one): ``--create --topic T --partitions N --replication-factor 
 ``--replica-assignment 0:1,1:2`` (kafka-topics' format: partitions separated by commas, the
 brokers of one partition by colons); ``--alter --topic T --partitions N`` (KIP-195: the new,
 absolute count); ``--describe [--topic T]``; ``--list [--topic T]``; ``--delete --topic T``.
-``--if-exists`` / ``--if-not-exists`` as in Kafka. ``--topic`` of describe and list is a regular
+``--if-exists`` / ``--if-not-exists`` as in Kafka; ``--config k=v`` (repeatable) gives a topic
+being created its own configurations. ``--topic`` of describe and list is a regular
 expression when it is not a plain topic name, as in Kafka.
 
 ``--describe`` prints Kafka's layout, a topic line and one line per partition (with the adding
@@ -45,6 +46,7 @@ __all__ = [
     "format_partition",
     "format_topic",
     "parse_replica_assignment",
+    "parse_topic_configs",
     "register",
 ]
 
@@ -88,6 +90,9 @@ def build_parser() -> ToolParser:
                         help="brokers of each partition: 'b1:b2,b3:b4' is partition 0 on "
                              "b1,b2 and partition 1 on b3,b4 (with --alter, the entries of "
                              "the new partitions are used)")
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="with --create: a configuration of the new topic "
+                             "(retention.ms=86400000); repeat it for several")
     parser.add_argument("--if-exists", action="store_true",
                         help="with --alter, --delete or --describe: do nothing if the topic "
                              "does not exist")
@@ -130,6 +135,21 @@ def parse_replica_assignment(text: str) -> list[list[int]]:
     return assignment
 
 
+def parse_topic_configs(texts: list[str]) -> dict[str, str]:
+    """kafka-topics' ``--config``: each ``key=value`` (the value may hold ``=`` and commas);
+    ToolError for one without ``=`` or a key given twice."""
+    configs: dict[str, str] = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ToolError(f"Invalid topic config {text!r}: all configs must be in the "
+                            'format "key=val".')
+        if key.strip() in configs:
+            raise ToolError(f"Invalid topic config: {key.strip()} is given twice")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
 def _invalid_assignment(message: str) -> KafkaRefusal:
     return KafkaRefusal("INVALID_REPLICA_ASSIGNMENT", message)
 
@@ -164,6 +184,7 @@ def _check_options(parser: ToolParser, args: argparse.Namespace, action: str) ->
         "replica_assignment": ("create", "alter"),
         "if_exists": ("alter", "delete", "describe"),
         "if_not_exists": ("create",),
+        "config": ("create",),
         "dry_run": ("create", "alter"),
         "under_replicated_partitions": ("describe",),
         "unavailable_partitions": ("describe",),
@@ -357,7 +378,8 @@ def _create(client: AdminClient, args: argparse.Namespace) -> int:
                   if args.replica_assignment is not None else None)
     try:
         topic = client.create_topic(args.topic, args.partitions, args.replication_factor,
-                                    assignment, validate_only=args.dry_run)
+                                    assignment, validate_only=args.dry_run,
+                                    configs=parse_topic_configs(args.config or []))
     except AdminError as error:
         if args.if_not_exists and error.error_name == "TOPIC_ALREADY_EXISTS":
             return 0
