@@ -285,7 +285,7 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
             for partition in topic["partitions"]:
                 print(format_partition(partition))
             continue
-        print(format_topic(topic))
+        print(format_topic(topic, _own_configs(client, topic["topic_name"])))
         for partition in topic["partitions"]:
             print(format_partition(partition))
     return 0
@@ -298,11 +298,25 @@ def _wanted(partition: dict[str, Any], args: argparse.Namespace) -> bool:
     return not (args.unavailable_partitions and partition.get("leader_id", -1) >= 0)
 
 
-def format_topic(topic: dict[str, Any]) -> str:
-    """Kafka's topic line (no configs: chunkraft topics have none)."""
+def format_topic(topic: dict[str, Any], configs: dict[str, str] | None = None) -> str:
+    """Kafka's topic line; ``configs``: the keys set on the topic itself."""
+    listed = ",".join(f"{name}={value}" for name, value in (configs or {}).items())
     return (f"Topic: {topic['topic_name']}\tTopicId: {topic.get('topic_id', '')}\t"
             f"PartitionCount: {topic.get('partitions_count', '')}\t"
-            f"ReplicationFactor: {topic.get('replication_factor', '')}\tConfigs: ")
+            f"ReplicationFactor: {topic.get('replication_factor', '')}\tConfigs: {listed}")
+
+
+def _own_configs(client: AdminClient, topic: str) -> dict[str, str]:
+    """The keys set on the topic itself, as kafka-topics shows them; none when the principal
+    may not describe its configs (DESCRIBE_CONFIGS) or the topic went since."""
+    try:
+        entries = client.list_configs("topics", topic)
+    except AdminError as error:
+        if error.error_name in ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"):
+            return {}
+        raise
+    return {str(e["name"]): str(e["value"]) for e in entries
+            if e.get("source") == "DYNAMIC_TOPIC_CONFIG"}
 
 
 def format_partition(partition: dict[str, Any]) -> str:

@@ -112,6 +112,14 @@ def test_an_entry_is_printed_as_kafka_configs_prints_it() -> None:
     assert configs_cli.format_entry(secret) == "  retention.ms=None sensitive=true synonyms={}"
 
 
+def test_the_topic_line_lists_the_topics_own_configs() -> None:
+    topic = {"topic_name": "orders", "topic_id": "AbC", "partitions_count": 1,
+             "replication_factor": 3}
+    assert topics_cli.format_topic(topic, {"retention.ms": "1000", "segment.ms": "5"}) == (
+        "Topic: orders\tTopicId: AbC\tPartitionCount: 1\tReplicationFactor: 3\t"
+        "Configs: retention.ms=1000,segment.ms=5")
+
+
 def test_topic_config_flag() -> None:
     assert topics_cli.parse_topic_configs(["retention.ms=1000", "cleanup.policy=delete"]) == {
         "retention.ms": "1000", "cleanup.policy": "delete"}
