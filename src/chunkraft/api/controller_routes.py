@@ -6,7 +6,8 @@ committed image. Bodies are the protocol messages of ``chunkraft.protocol``.
 Authorization: a broker's calls (registration, heartbeat, AlterPartition, producer ids, chunk
 replica state, CreateChunks with a broker id) need the caller to be that broker; UnregisterBroker
 and ACL changes need ALTER on the cluster, DescribeAcls DESCRIBE (:mod:`chunkraft.api.access`,
-403 otherwise); topic operations are authorized per topic (:mod:`chunkraft.api.authorized`).
+403 otherwise); topic operations are authorized per topic (:mod:`chunkraft.api.authorized`);
+configurations per resource (ALTER_CONFIGS / DESCRIBE_CONFIGS, :mod:`chunkraft.api.config_access`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from chunkraft.api.authorized import (
     create_topics_as,
     delete_topics_as,
 )
+from chunkraft.api.config_access import config_refusal
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.metadata_answers import metadata_answer
 from chunkraft.api.rpc import EncodedAnswer, add_read_route, add_write_route
 from chunkraft.controller.image import MetadataImage
-from chunkraft.controller.operations import acls, brokers, producer_ids
+from chunkraft.controller.operations import acls, brokers, configs, producer_ids
 from chunkraft.controller.operations.alter_partition import alter_partition
 from chunkraft.controller.operations.chunks import chunk_replica_state
 from chunkraft.controller.result import ControllerResult, Operation
@@ -55,6 +57,14 @@ from chunkraft.protocol.chunks import (
     ChunkReplicaStateResponse,
     CreateChunksRequest,
     CreateChunksResponse,
+)
+from chunkraft.protocol.configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
 from chunkraft.protocol.producer_ids import (
     AllocateProducerIdsRequest,
@@ -212,3 +222,38 @@ add_read_route(router, "/describe-acls", DescribeAclsRequest, DescribeAclsRespon
                    cluster_refusal(context, principal, AclOperation.DESCRIBE, image)
                    or acls.describe_acls(image, request).response),
                summary="DescribeAcls (DESCRIBE on the cluster)")
+
+# ---------------------------------------------------------------- configurations
+
+
+def _incremental_alter_configs(context: ControllerContext, principal: Principal,
+                               request: IncrementalAlterConfigsRequest
+                               ) -> Operation[IncrementalAlterConfigsResponse]:
+    return lambda image: configs.incremental_alter_configs(
+        image, request, refusal=config_refusal(context.authorizer, principal, image,
+                                               AclOperation.ALTER_CONFIGS))
+
+
+def _alter_configs(context: ControllerContext, principal: Principal,
+                   request: AlterConfigsRequest) -> Operation[AlterConfigsResponse]:
+    return lambda image: configs.alter_configs(
+        image, request, refusal=config_refusal(context.authorizer, principal, image,
+                                               AclOperation.ALTER_CONFIGS))
+
+
+def _describe_configs(context: ControllerContext, principal: Principal, image: MetadataImage,
+                      request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    return configs.describe_configs(
+        image, request, refusal=config_refusal(context.authorizer, principal, image,
+                                               AclOperation.DESCRIBE_CONFIGS)).response
+
+
+add_write_route(router, "/incremental-alter-configs", IncrementalAlterConfigsRequest,
+                IncrementalAlterConfigsResponse, _incremental_alter_configs,
+                summary="IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT; ALTER_CONFIGS)")
+add_write_route(router, "/alter-configs", AlterConfigsRequest, AlterConfigsResponse,
+                _alter_configs,
+                summary="AlterConfigs (legacy: the keys given become the only ones set)")
+add_read_route(router, "/describe-configs", DescribeConfigsRequest, DescribeConfigsResponse,
+               _describe_configs,
+               summary="DescribeConfigs: values, sources and synonyms (DESCRIBE_CONFIGS)")

@@ -74,7 +74,9 @@ async def forward_to_leader(
     headers[PRINCIPAL_HOST_HEADER] = quote(principal.host, safe="")
     headers[SIGNATURE_HEADER] = sign_principal(context.forwarding_key, principal, key.hex(),
                                                request.scope["path"])
-    url = leader_url + request.url.path
+    # The path as decoded, encoded again: a path parameter may hold any character (a config
+    # key asked for is checked by the leader), and httpx refuses a URL with control characters.
+    url = leader_url + quote(request.url.path, safe="/:@!$&'()*+,;=")
     if request.url.query:
         url += "?" + request.url.query
     try:

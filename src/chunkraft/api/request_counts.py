@@ -20,6 +20,11 @@ from chunkraft.protocol.chunks import (
     ChunkReplicaStateRequest,
     CreateChunksRequest,
 )
+from chunkraft.protocol.configs import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
 from chunkraft.protocol.topics import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -94,6 +99,11 @@ _COUNTERS: dict[type, Callable[[Any], RequestCounts]] = {
     AlterPartitionRequest: _alter_partition,
     MetadataRequest: _metadata,
     BrokerRegistrationRequest: _registration,
+    IncrementalAlterConfigsRequest: lambda r: counts(
+        [len(r.resources), *(len(c.configs) for c in r.resources)], ()),
+    AlterConfigsRequest: lambda r: counts(
+        [len(r.resources), *(len(c.configs) for c in r.resources)], ()),
+    DescribeConfigsRequest: lambda r: counts([len(r.resources)], ()),
     CreateAclsRequest: lambda r: counts([len(r.creations)], ()),
     DeleteAclsRequest: lambda r: counts([len(r.filters)], ()),
 }

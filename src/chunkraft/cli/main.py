@@ -17,6 +17,7 @@ from chunkraft.cli import (
     broker,
     chunks,
     cluster,
+    configs,
     consume,
     controller,
     credentials,
@@ -38,8 +39,8 @@ Register = Callable[["Subcommands"], None]
 
 COMMANDS: tuple[Register, ...] = (
     cluster.register, controller.register, broker.register, demo.register,
-    topics.register, chunks.register, acls.register, produce.register, consume.register,
-    audit.register,
+    topics.register, configs.register, chunks.register, acls.register, produce.register,
+    consume.register, audit.register,
 )
 """Top-level subcommands: ``chunkraft NAME``."""
 

@@ -4,7 +4,8 @@ Actions (exactly one): ``--create --topic T --partitions N --replication-factor 
 ``--replica-assignment 0:1,1:2`` (kafka-topics' format: partitions separated by commas, the
 brokers of one partition by colons); ``--alter --topic T --partitions N`` (KIP-195: the new,
 absolute count); ``--describe [--topic T]``; ``--list [--topic T]``; ``--delete --topic T``.
-``--if-exists`` / ``--if-not-exists`` as in Kafka. ``--topic`` of describe and list is a regular
+``--if-exists`` / ``--if-not-exists`` as in Kafka; ``--config k=v`` (repeatable) gives a topic
+being created its own configurations. ``--topic`` of describe and list is a regular
 expression when it is not a plain topic name, as in Kafka.
 
 ``--describe`` prints Kafka's layout, a topic line and one line per partition (with the adding
@@ -45,6 +46,7 @@ __all__ = [
     "format_partition",
     "format_topic",
     "parse_replica_assignment",
+    "parse_topic_configs",
     "register",
 ]
 
@@ -88,6 +90,9 @@ def build_parser() -> ToolParser:
                         help="brokers of each partition: 'b1:b2,b3:b4' is partition 0 on "
                              "b1,b2 and partition 1 on b3,b4 (with --alter, the entries of "
                              "the new partitions are used)")
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="with --create: a configuration of the new topic "
+                             "(retention.ms=86400000); repeat it for several")
     parser.add_argument("--if-exists", action="store_true",
                         help="with --alter, --delete or --describe: do nothing if the topic "
                              "does not exist")
@@ -130,6 +135,21 @@ def parse_replica_assignment(text: str) -> list[list[int]]:
     return assignment
 
 
+def parse_topic_configs(texts: list[str]) -> dict[str, str]:
+    """kafka-topics' ``--config``: each ``key=value`` (the value may hold ``=`` and commas);
+    ToolError for one without ``=`` or a key given twice."""
+    configs: dict[str, str] = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ToolError(f"Invalid topic config {text!r}: all configs must be in the "
+                            'format "key=val".')
+        if key.strip() in configs:
+            raise ToolError(f"Invalid topic config: {key.strip()} is given twice")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
 def _invalid_assignment(message: str) -> KafkaRefusal:
     return KafkaRefusal("INVALID_REPLICA_ASSIGNMENT", message)
 
@@ -164,6 +184,7 @@ def _check_options(parser: ToolParser, args: argparse.Namespace, action: str) ->
         "replica_assignment": ("create", "alter"),
         "if_exists": ("alter", "delete", "describe"),
         "if_not_exists": ("create",),
+        "config": ("create",),
         "dry_run": ("create", "alter"),
         "under_replicated_partitions": ("describe",),
         "unavailable_partitions": ("describe",),
@@ -264,7 +285,7 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
             for partition in topic["partitions"]:
                 print(format_partition(partition))
             continue
-        print(format_topic(topic))
+        print(format_topic(topic, _own_configs(client, topic["topic_name"])))
         for partition in topic["partitions"]:
             print(format_partition(partition))
     return 0
@@ -277,11 +298,25 @@ def _wanted(partition: dict[str, Any], args: argparse.Namespace) -> bool:
     return not (args.unavailable_partitions and partition.get("leader_id", -1) >= 0)
 
 
-def format_topic(topic: dict[str, Any]) -> str:
-    """Kafka's topic line (no configs: chunkraft topics have none)."""
+def format_topic(topic: dict[str, Any], configs: dict[str, str] | None = None) -> str:
+    """Kafka's topic line; ``configs``: the keys set on the topic itself."""
+    listed = ",".join(f"{name}={value}" for name, value in (configs or {}).items())
     return (f"Topic: {topic['topic_name']}\tTopicId: {topic.get('topic_id', '')}\t"
             f"PartitionCount: {topic.get('partitions_count', '')}\t"
-            f"ReplicationFactor: {topic.get('replication_factor', '')}\tConfigs: ")
+            f"ReplicationFactor: {topic.get('replication_factor', '')}\tConfigs: {listed}")
+
+
+def _own_configs(client: AdminClient, topic: str) -> dict[str, str]:
+    """The keys set on the topic itself, as kafka-topics shows them; none when the principal
+    may not describe its configs (DESCRIBE_CONFIGS) or the topic went since."""
+    try:
+        entries = client.list_configs("topics", topic)
+    except AdminError as error:
+        if error.error_name in ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"):
+            return {}
+        raise
+    return {str(e["name"]): str(e["value"]) for e in entries
+            if e.get("source") == "DYNAMIC_TOPIC_CONFIG"}
 
 
 def format_partition(partition: dict[str, Any]) -> str:
@@ -357,7 +392,8 @@ def _create(client: AdminClient, args: argparse.Namespace) -> int:
                   if args.replica_assignment is not None else None)
     try:
         topic = client.create_topic(args.topic, args.partitions, args.replication_factor,
-                                    assignment, validate_only=args.dry_run)
+                                    assignment, validate_only=args.dry_run,
+                                    configs=parse_topic_configs(args.config or []))
     except AdminError as error:
         if args.if_not_exists and error.error_name == "TOPIC_ALREADY_EXISTS":
             return 0

@@ -240,8 +240,11 @@ class AdminClient:
 
     def create_topic(self, name: str, partitions: int | None, replication_factor: int | None,
                      assignments: list[list[int]] | None = None, *,
-                     validate_only: bool = False) -> dict[str, Any]:
+                     validate_only: bool = False,
+                     configs: dict[str, str] | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"topic_name": name, "validate_only": validate_only}
+        if configs:
+            body["configs"] = [{"name": key, "value": value} for key, value in configs.items()]
         if partitions is not None:
             body["partitions_count"] = partitions
         if replication_factor is not None:
@@ -302,6 +305,46 @@ class AdminClient:
         answer = self.write("POST", self.cluster_path("chunks:alter-assignments"),
                             {"chunks": chunks, "validate_only": validate_only})
         return list(answer.get("data") or [])
+
+    def list_brokers(self) -> list[dict[str, Any]]:
+        return self.get_all(self.cluster_path("brokers"))
+
+    def configs_path(self, entity_type: str, entity_name: str | int | None) -> str:
+        """The configs collection of a topic (``"topics"``), a broker (``"brokers"``) or, for
+        ``"brokers"`` with no name, the cluster default of every broker."""
+        if entity_type == "topics":
+            if entity_name is None:
+                raise ValueError("a topic's configs need its name")
+            return self.cluster_path("topics", entity_name, "configs")
+        if entity_name is None:
+            return self.cluster_path("broker-configs")
+        return self.cluster_path("brokers", entity_name, "configs")
+
+    def list_configs(self, entity_type: str, entity_name: str | int | None
+                     ) -> list[dict[str, Any]]:
+        """Every key of the resource, with its value, source and synonyms."""
+        return list(self.get(self.configs_path(entity_type, entity_name)).get("data") or [])
+
+    def get_config(self, entity_type: str, entity_name: str | int | None,
+                   name: str) -> dict[str, Any]:
+        return self.get(f"{self.configs_path(entity_type, entity_name)}/{quote(name, safe='')}")
+
+    def set_config(self, entity_type: str, entity_name: str | int | None, name: str,
+                   value: str) -> None:
+        self.write("PUT", f"{self.configs_path(entity_type, entity_name)}/"
+                          f"{quote(name, safe='')}", {"value": value})
+
+    def delete_config(self, entity_type: str, entity_name: str | int | None,
+                      name: str) -> None:
+        self.write("DELETE", f"{self.configs_path(entity_type, entity_name)}/"
+                             f"{quote(name, safe='')}")
+
+    def alter_configs(self, entity_type: str, entity_name: str | int | None,
+                      changes: list[dict[str, Any]], *, validate_only: bool = False) -> None:
+        """``configs:alter``: ``changes`` are ``{name, value, operation}`` (SET, DELETE,
+        APPEND, SUBTRACT); all apply or none does."""
+        self.write("POST", self.configs_path(entity_type, entity_name) + ":alter",
+                   {"data": changes, "validate_only": validate_only})
 
     def list_acls(self, acl_filter: dict[str, str]) -> list[dict[str, Any]]:
         return self.get_all(self.cluster_path("acls"), acl_filter)

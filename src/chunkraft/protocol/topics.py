@@ -5,19 +5,23 @@ of URL-safe base64, see :mod:`chunkraft.records.uuids`). Integers are strict and
 to their Kafka wire type, so a malformed body fails validation (HTTP 400) before any operation
 sees it; everything that is well-formed but wrong gets a Kafka error code per item.
 
-Differences from Kafka, on purpose: CreateTopics carries no ``configs`` (chunkraft has no topic
-configurations, and a silently ignored config would surprise an operator, so the field is refused
-as unknown); an unknown topic's ``topic_id`` (or ``name``, when asked by id) is null rather than
-the zero uuid.
+A topic to create may carry ``configs`` (name and value, as Kafka's CreateTopics): each is
+checked as IncrementalAlterConfigs checks a SET (:mod:`chunkraft.configs.keys`) and written in
+the topic's own atomic batch. Differences from Kafka, on purpose: an unknown topic's
+``topic_id`` (or ``name``, when asked by id) is null rather than the zero uuid.
 """
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from chunkraft.protocol.base import Int16, Int32, Int64, Message, StrictBool
+from chunkraft.protocol.configs import MAX_CONFIG_ENTRIES, ConfigName, ConfigValue
 
 __all__ = [
     "CreatableReplicaAssignment",
     "CreatableTopic",
+    "CreatableTopicConfig",
     "CreatableTopicResult",
     "CreatePartitionsAssignment",
     "CreatePartitionsRequest",
@@ -56,18 +60,26 @@ class CreatableReplicaAssignment(Message):
     broker_ids: tuple[Int32, ...]
 
 
+class CreatableTopicConfig(Message):
+    """A configuration of the new topic (a null value is refused, INVALID_CONFIG)."""
+
+    name: ConfigName
+    value: ConfigValue | None = None
+
+
 class CreatableTopic(Message):
     """One topic to create.
 
     ``num_partitions`` and ``replication_factor`` of -1 take the controller's defaults. With
     ``assignments``, both must be -1 and the assignments give every partition (0..n-1) its
-    replicas.
+    replicas. ``configs`` are the topic's own configuration keys.
     """
 
     name: str
     num_partitions: Int32 = -1
     replication_factor: Int16 = -1
     assignments: tuple[CreatableReplicaAssignment, ...] = ()
+    configs: tuple[CreatableTopicConfig, ...] = Field(default=(), max_length=MAX_CONFIG_ENTRIES)
 
 
 class CreateTopicsRequest(Message):

@@ -235,3 +235,28 @@ def test_a_leader_deposed_during_a_write_forwards_it_to_the_new_leader() -> None
                 assert deposed.context.controller.image.offset == -1
 
     asyncio.run(scenario())
+
+
+def test_a_path_with_any_character_is_forwarded_encoded() -> None:
+    seen: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(request)
+
+    async def scenario() -> None:
+        async with running_node(node_id=1) as leader:
+            to_leader = httpx.AsyncClient(transport=httpx.ASGITransport(app=leader.app),
+                                          event_hooks={"request": [record]})
+            async with running_node(FollowerRaft(2, leader=1),
+                                    controller_urls={1: LEADER_URL, 2: "http://follower"},
+                                    forward_client=to_leader) as follower:
+                cluster = follower.context.cluster_id_text
+                answer = await follower.http.put(
+                    f"/v3/clusters/{cluster}/broker-configs/a%1Ab%2Cc d", json={"value": "1"})
+                assert answer.status_code == 400, answer.text
+                assert answer.json()["error_name"] == "INVALID_CONFIG"
+                assert "a\x1ab,c d" in answer.json()["message"]
+                (forwarded,) = seen
+                assert forwarded.url.raw_path.endswith(b"/broker-configs/a%1Ab,c%20d")
+
+    asyncio.run(scenario())

@@ -31,6 +31,11 @@ from chunkraft.protocol.chunks import (
     ChunkReplicaStateResponse,
     CreateChunksResponse,
 )
+from chunkraft.protocol.configs import (
+    AlterConfigsResponse,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsResponse,
+)
 from chunkraft.protocol.producer_ids import AllocateProducerIdsResponse
 from chunkraft.protocol.topics import (
     CreatePartitionsResponse,
@@ -135,6 +140,17 @@ def test_every_route_answers_its_model_with_the_metadata_offset() -> None:
             chunk = metadata["topics"][0]["partitions"][0]["chunks"][0]
             assert (chunk["stop_offset"], chunk["replicas"]) == (99, [4, 2, 3])
             assert len(metadata["topics"][0]["partitions"]) == 3
+            await walk.call("incremental-alter-configs", {"resources": [{
+                "resource_type": 2, "resource_name": "orders", "configs": [
+                    {"name": "retention.ms", "value": "1000", "config_operation": 0}]}]},
+                IncrementalAlterConfigsResponse)
+            await walk.call("alter-configs", {"resources": [{
+                "resource_type": 4, "resource_name": "", "configs": [
+                    {"name": "log.retention.ms", "value": "5000"}]}]}, AlterConfigsResponse)
+            configs = await walk.call("describe-configs", {"resources": [
+                {"resource_type": 2, "resource_name": "orders"}]}, DescribeConfigsResponse,
+                writes=False)
+            assert [c["value"] for c in configs["results"][0]["configs"]] == ["1000"]
             await walk.call("delete-acls", {"filters": [{
                 "resource_type_filter": "ANY", "pattern_type_filter": "ANY",
                 "operation": "ANY", "permission_type": "ANY"}]}, DeleteAclsResponse)
@@ -153,7 +169,7 @@ def test_every_route_answers_its_model_with_the_metadata_offset() -> None:
             return walk.called
 
     called = asyncio.run(scenario())
-    assert len(called) == 15
+    assert len(called) == 18
 
 
 def test_an_answer_with_errors_inside_is_still_200_and_writes_nothing() -> None:

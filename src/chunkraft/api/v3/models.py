@@ -19,6 +19,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkraft.protocol.base import Int16, Int32, Int64, StrictBool
+from chunkraft.protocol.configs import MAX_CONFIG_ENTRIES, ConfigName, ConfigValue
 
 __all__ = [
     "MAX_BATCH_ITEMS",
@@ -28,8 +29,12 @@ __all__ = [
     "AclResourceTypeName",
     "AlterChunkAssignmentsBody",
     "AlterChunkItem",
+    "AlterConfigItem",
+    "AlterConfigsBody",
     "ChunkAssignmentResult",
     "ChunkAssignmentResultList",
+    "ConfigOperationName",
+    "ConfigSynonym",
     "CreateChunkItem",
     "CreateChunksBody",
     "CreateChunksResult",
@@ -39,26 +44,34 @@ __all__ = [
     "CreatePartitionsResult",
     "CreatePartitionsResultList",
     "CreateTopicBody",
+    "CreateTopicConfig",
     "KafkaAcl",
     "KafkaAclBody",
     "KafkaAclList",
     "KafkaBroker",
+    "KafkaBrokerConfig",
+    "KafkaBrokerConfigList",
     "KafkaBrokerList",
     "KafkaChunk",
     "KafkaChunkList",
     "KafkaCluster",
+    "KafkaClusterConfig",
+    "KafkaClusterConfigList",
     "KafkaClusterList",
     "KafkaPartition",
     "KafkaPartitionList",
     "KafkaReplica",
     "KafkaReplicaList",
     "KafkaTopic",
+    "KafkaTopicConfig",
+    "KafkaTopicConfigList",
     "KafkaTopicList",
     "ListMetadata",
     "PriorPartitionEpoch",
     "Related",
     "ReplicaAssignment",
     "ResourceMetadata",
+    "UpdateConfigBody",
     "UpdateTopicBody",
 ]
 
@@ -176,6 +189,13 @@ class ReplicaAssignment(_Body):
     broker_ids: list[Int32]
 
 
+class CreateTopicConfig(_Body):
+    """A configuration of the new topic (Confluent's ``{name, value}``)."""
+
+    name: ConfigName
+    value: ConfigValue | None = None
+
+
 class CreateTopicBody(_Body):
     """Create one topic: counts (absent: the controller's defaults) or a manual assignment of
     every partition (then no counts). ``validate_only`` answers 200 with the topic as it would
@@ -185,6 +205,8 @@ class CreateTopicBody(_Body):
     partitions_count: Int32 | None = None
     replication_factor: Int16 | None = None
     replicas_assignments: list[ReplicaAssignment] | None = None
+    configs: list[CreateTopicConfig] | None = Field(default=None,
+                                                     max_length=MAX_CONFIG_ENTRIES)
     validate_only: StrictBool = False
 
 
@@ -469,3 +491,95 @@ class KafkaAclList(BaseModel):
     metadata: ListMetadata
     data: list[KafkaAcl]
 
+
+
+# ------------------------------------------------------------------ configurations
+
+
+class ConfigSynonym(BaseModel):
+    """A level that holds a value for the key: its name there, the value and its source."""
+
+    name: str
+    value: str | None
+    source: str
+
+
+class _Config(BaseModel):
+    """One configuration key of a resource (Confluent's shape): its effective value and
+    ``source`` (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DEFAULT_CONFIG), and every level that holds a value, first the one that wins."""
+
+    metadata: ResourceMetadata
+    cluster_id: str
+    name: str
+    value: str | None
+    is_default: bool
+    is_read_only: bool = False
+    is_sensitive: bool = False
+    source: str
+    synonyms: list[ConfigSynonym]
+
+
+class KafkaTopicConfig(_Config):
+    kind: str = "KafkaTopicConfig"
+    topic_name: str
+
+
+class KafkaBrokerConfig(_Config):
+    kind: str = "KafkaBrokerConfig"
+    broker_id: int
+
+
+class KafkaClusterConfig(_Config):
+    """A cluster-wide default of every broker (Kafka's ``--entity-default``)."""
+
+    kind: str = "KafkaClusterConfig"
+    config_type: str = "BROKER"
+
+
+class KafkaTopicConfigList(BaseModel):
+    kind: str = "KafkaTopicConfigList"
+    metadata: ListMetadata
+    data: list[KafkaTopicConfig]
+
+
+class KafkaBrokerConfigList(BaseModel):
+    kind: str = "KafkaBrokerConfigList"
+    metadata: ListMetadata
+    data: list[KafkaBrokerConfig]
+
+
+class KafkaClusterConfigList(BaseModel):
+    kind: str = "KafkaClusterConfigList"
+    metadata: ListMetadata
+    data: list[KafkaClusterConfig]
+
+
+class UpdateConfigBody(_Body):
+    """PUT one key: its new value."""
+
+    value: ConfigValue
+
+
+class ConfigOperationName(enum.StrEnum):
+    """Confluent's alter operations, with Kafka's APPEND and SUBTRACT for LIST keys."""
+
+    SET = "SET"
+    DELETE = "DELETE"
+    APPEND = "APPEND"
+    SUBTRACT = "SUBTRACT"
+
+
+class AlterConfigItem(_Body):
+    """One change of a ``configs:alter`` batch (``value`` is ignored by DELETE)."""
+
+    name: ConfigName
+    value: ConfigValue | None = None
+    operation: ConfigOperationName = ConfigOperationName.SET
+
+
+class AlterConfigsBody(_Body):
+    """``configs:alter``: every change applies, or none (one error answers the batch)."""
+
+    data: list[AlterConfigItem] = Field(max_length=MAX_CONFIG_ENTRIES)
+    validate_only: StrictBool = False

@@ -51,6 +51,7 @@ from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
+    CreatableTopicConfig,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
@@ -188,7 +189,9 @@ async def create_topic(request: Request, cluster_id: str) -> Response:
             name=body.topic_name,
             num_partitions=-1 if body.partitions_count is None else body.partitions_count,
             replication_factor=-1 if body.replication_factor is None else body.replication_factor,
-            assignments=assignments),),
+            assignments=assignments,
+            configs=tuple(CreatableTopicConfig(name=c.name, value=c.value)
+                          for c in body.configs or ())),),
         validate_only=body.validate_only)
     context = context_of(request)
     operation = create_topics_as(principal_of(request), context.authorizer, protocol)

@@ -18,6 +18,11 @@ from chunkraft.controller.operations.chunks import (
     chunk_replica_state,
     create_chunks,
 )
+from chunkraft.controller.operations.configs import (
+    alter_configs,
+    describe_configs,
+    incremental_alter_configs,
+)
 from chunkraft.controller.operations.create_partitions import create_partitions
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker, BrokerSessions
 from chunkraft.controller.operations.leader_election import (
@@ -46,6 +51,7 @@ __all__ = [
     "UsableBroker",
     "allocate_producer_ids",
     "alter_chunk_assignments",
+    "alter_configs",
     "alter_partition",
     "broker_heartbeat",
     "build_partition_change",
@@ -59,8 +65,10 @@ __all__ = [
     "delete_topics",
     "describe",
     "describe_acls",
+    "describe_configs",
     "elect_leader",
     "fence_broker",
+    "incremental_alter_configs",
     "place_replicas",
     "register_broker",
     "remove_from_isr_and_leadership",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chunkraft.controller.image import MetadataImage, TopicImage
+from chunkraft.controller.operations.configs import topic_config_records
 from chunkraft.controller.operations.placement import (
     check_brokers_usable,
     place_replicas,
@@ -159,12 +160,14 @@ class _TopicCreation:
         placements = (
             self._manual_placements(topic) if topic.assignments else self._placed(topic)
         )
+        configs = topic_config_records(self.image, name, topic.configs)
         topic_id = self.fresh_topic_id()
-        records: list[Any] = [TopicRecord(name=name, topic_id=topic_id)]
+        records: list[Any] = [TopicRecord(name=name, topic_id=topic_id), *configs]
         records.extend(
             new_partition_record(topic_id, index, replicas)
             for index, replicas in enumerate(placements)
         )
+        self.budget.check(len(records), f"Creating topic '{topic.name}'")
         self.budget.spend(len(records))
         self.add_collision_name(name)
         result = CreatableTopicResult(
@@ -255,9 +258,11 @@ def create_topics(
     factor and partition count must be -1 -> INVALID_REQUEST; duplicate, inconsistent or
     non-consecutive partitions, unknown, repeated, fenced or shutting-down brokers ->
     INVALID_REPLICA_ASSIGNMENT) or the counts (INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS)
-    and placement (INVALID_REPLICATION_FACTOR); a topic that would take the operation past
-    10,000 records -> POLICY_VIOLATION. New partitions start with ISR = replicas, the first
-    replica as leader at epoch 0 and their active chunk at offset 0.
+    and placement (INVALID_REPLICATION_FACTOR); its ``configs`` (a key given twice ->
+    INVALID_REQUEST; an unknown key, a bad or null value -> INVALID_CONFIG), written as
+    ConfigRecords in the topic's batch; a topic that would take the operation past 10,000
+    records -> POLICY_VIOLATION. New partitions start with ISR = replicas, the first replica
+    as leader at epoch 0 and their active chunk at offset 0.
 
     ``new_topic_id`` draws topic ids (a fresh one is drawn on a clash). ``validate_only``
     answers the same outcomes (without topic ids) and returns no records.

@@ -263,7 +263,7 @@ def test_the_record_limit_refuses_topics_that_would_exceed_it() -> None:
 def test_malformed_requests_fail_validation() -> None:
     with pytest.raises(ValidationError):
         CreateTopicsRequest.model_validate(
-            {"topics": [{"name": "x", "configs": [{"name": "retention.ms", "value": "1"}]}]})
+            {"topics": [{"name": "x", "configs": [{"name": "retention.ms", "value": 1}]}]})
     with pytest.raises(ValidationError):
         CreateTopicsRequest.model_validate({"topics": [{"name": "x", "num_partitions": "3"}]})
     with pytest.raises(ValidationError):
