@@ -7,8 +7,8 @@ replay is what removes the chunks, on every controller and broker. The scan runs
 worker (``offload``), off the event loop, and one pass deletes at most
 :data:`~chunkraft.controller.operations.chunk_retention.MAX_CHUNKS_PER_PASS` chunks; a pass
 that hit the limit is followed by the next one a tenth of an interval later, so a backlog
-drains without any pass growing. A follower does nothing; a new leader starts with its first
-interval.
+drains without any pass growing. A follower does nothing; a new leader runs its first pass
+within one interval.
 """
 
 from __future__ import annotations
