@@ -11,6 +11,7 @@ from pathlib import Path
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.storage import LogConfig
 from chunkraft.broker_agent.topic_configs import EffectiveConfigs, static_values
+from chunkraft.configs.keys import BROKER_KEYS
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.controller.operations.chunk_retention import delete_expired_chunks
 from chunkraft.error_codes import Errors
@@ -41,6 +42,13 @@ def _image(*records: ConfigRecord, base: MetadataImage = MetadataImage.EMPTY) ->
 def _effective(**replication: int) -> EffectiveConfigs:
     log = LogConfig(segment_bytes=5000, retention_ms=9000)
     return EffectiveConfigs(1, log, static_values(log, ReplicationConfig(**replication)))
+
+
+def test_a_broker_left_at_its_defaults_has_the_declared_defaults() -> None:
+    # Else DescribeConfigs (which cannot see a broker's settings) would show other values
+    # than the broker applies.
+    own = static_values(LogConfig(), ReplicationConfig())
+    assert own == {name: BROKER_KEYS[name].default for name in own}
 
 
 def test_topic_then_this_broker_then_cluster_default_then_own_settings() -> None:
