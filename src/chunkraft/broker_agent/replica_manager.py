@@ -14,6 +14,9 @@ This module is the façade; the work is in one module per seam, which it imports
 - ``replica_roles``: leader / follower transitions, partition deletes, follower fetchers;
 - ``chunk_replicas``: inactive chunks (stops, copies, deletes), reconcile, retention;
 - ``isr_updates``: high watermarks and AlterPartition; ``chunk_reports``: ChunkReplicaState;
+- ``topic_configs``: each topic's effective configuration on this broker, followed live from
+  the image (``min.insync.replicas`` and ``max.message.bytes`` on produce, segment and
+  retention settings on every log of the topic, the chunk copy throttle);
 - ``produce_path``, ``fetch_path``, ``chunk_roll``: the data plane, over the small
   :class:`~chunkraft.broker_agent.replica_host.ReplicaHost` protocol this class implements
   (they never import it).
