@@ -22,6 +22,10 @@ BASE_PROPERTIES = {
     # No broker heartbeats run during these tests: keep the leader from fencing the brokers
     # (fencing writes records that would change leader epochs under the tests' feet).
     "broker.session.timeout.ms": "600000",
+    # Tests cut chunks with made-up StartTimestamps (1000: 1970), which the leader's retention
+    # pass (default 7 days) would delete in the middle of a module that outlives its 5-minute
+    # interval. Retention across chunks has its own tests (test_configs_live.py).
+    "log.retention.check.interval.ms": "86400000",
 }
 LOG_TAIL_BYTES = 4000
 READY_TIMEOUT = 60.0

@@ -18,6 +18,7 @@ from chunkraft.api.errors import install_error_handlers
 from chunkraft.api.limits import install_header_limits
 from chunkraft.api.metrics import install_metrics
 from chunkraft.api.readiness import READY_MAX_LAG_ENTRIES, Readiness, assess_readiness
+from chunkraft.controller.chunk_retention import run_chunk_retention
 from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
 
@@ -32,8 +33,13 @@ class Health(BaseModel):
 
 
 def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
-               freeze_heap: bool = False) -> FastAPI:
+               freeze_heap: bool = False,
+               chunk_retention_interval: float | None = 300.0) -> FastAPI:
     """The FastAPI application of one controller node; nothing is built at import time.
+
+    ``chunk_retention_interval`` (seconds; None: never) is how often the leader deletes the
+    inactive chunks past their topic's retention
+    (:func:`~chunkraft.controller.chunk_retention.run_chunk_retention`).
 
     ``freeze_heap`` (for the controller process, not for tests sharing a process) runs
     :func:`~chunkraft.controller.heap_freezer.run_heap_freezer`.
@@ -47,6 +53,9 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
             tasks.append(asyncio.create_task(
                 run_session_monitor(context.controller, context.heartbeats,
                                     monotonic=context.monotonic)))
+        if chunk_retention_interval is not None:
+            tasks.append(asyncio.create_task(run_chunk_retention(
+                context.controller, interval=chunk_retention_interval)))
         if freeze_heap:
             controller = context.controller
             tasks.append(asyncio.create_task(run_heap_freezer(lambda: controller.image.offset)))

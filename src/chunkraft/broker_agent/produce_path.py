@@ -5,12 +5,16 @@ partition count other than the image's -> INVALID_PARTITION_COUNT (KIP-253); app
 a chunk roll, or the overlap copy of a new active chunk not finished -> wait (at most the
 request's timeout, then REQUEST_TIMED_OUT); not the active chunk's leader ->
 NOT_LEADER_OR_FOLLOWER; acks=all with fewer ISR members than ``min.insync.replicas`` ->
-NOT_ENOUGH_REPLICAS; then the log's producer checks. acks=all answers only once the high
-watermark (min LEO over the maximal ISR) passed the last appended offset, so everything it
-acknowledges is on every ISR member; a leader change before that -> NOT_LEADER_OR_FOLLOWER; an
-ISR that shrank below ``min.insync.replicas`` meanwhile -> NOT_ENOUGH_REPLICAS_AFTER_APPEND.
-A leader epoch bump while this broker stays leader (KIP-253's expansion bumps every existing
-partition's epoch) is no leader change: appends and waits go on.
+NOT_ENOUGH_REPLICAS; then the log's checks: a batch larger than ``max.message.bytes`` ->
+MESSAGE_TOO_LARGE, and the producer checks. ``min.insync.replicas`` and ``max.message.bytes``
+are the topic's effective values on this broker (``topic_configs``: the topic's key, this
+broker's or the cluster's dynamic default, its own settings), applied live. acks=all answers
+only once the high watermark (min LEO over the maximal ISR) passed the last appended offset,
+so everything it acknowledges is on every ISR member; a leader change before that ->
+NOT_LEADER_OR_FOLLOWER; an ISR that shrank below ``min.insync.replicas`` meanwhile ->
+NOT_ENOUGH_REPLICAS_AFTER_APPEND. A leader epoch bump while this broker stays leader
+(KIP-253's expansion bumps every existing partition's epoch) is no leader change: appends and
+waits go on.
 
 Offsets that would pass what the log can store (its last offset at most 2^63 - 2, see
 ``record_batch.MAX_OFFSET``) -> OFFSET_OUT_OF_RANGE from the log. Any other failure of one
@@ -118,11 +122,12 @@ async def produce(rm: ReplicaHost, request: ProduceRequest) -> ProduceResponse:
                                    f"{topic.name} has {count} partitions, not "
                                    f"{topic.partition_count}")
                 partition = await _leader_ready(rm, topic.name, data.index, deadline)
-                if request.acks == -1 and _isr_size(partition) < rm.config.min_insync_replicas:
+                min_isr = rm.topic_config(topic.name).min_insync_replicas
+                if request.acks == -1 and _isr_size(partition) < min_isr:
                     raise _Refused(Errors.NOT_ENOUGH_REPLICAS,
                                    f"{topic.name}-{data.index} has {_isr_size(partition)} "
-                                   f"in-sync replicas, fewer than "
-                                   f"{rm.config.min_insync_replicas}")
+                                   f"in-sync replicas, fewer than min.insync.replicas "
+                                   f"{min_isr}")
                 result, last_offset = _append(rm, partition, data.index, data.records)
             except _Refused as refused:
                 results.append(ProducePartitionResponse(
@@ -145,7 +150,8 @@ async def produce(rm: ReplicaHost, request: ProduceRequest) -> ProduceResponse:
         except Exception as error:
             outcome, _ = failed(f"acks=all wait of {partition.label}", error)
         if outcome is Errors.NONE and partition.tracker is not None and \
-                len(partition.tracker.maximal_isr()) < rm.config.min_insync_replicas:
+                len(partition.tracker.maximal_isr()) < \
+                rm.topic_config(partition.topic).min_insync_replicas:
             # Kafka's rule: the HW passed the batch only because the ISR shrank below
             # min.insync.replicas, so it is on fewer replicas than the producer asked for.
             outcome = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -14,6 +14,7 @@ from typing import Protocol
 from chunkraft.broker_agent.partition import Partition
 from chunkraft.broker_agent.peer_client import ControllerChannelLike
 from chunkraft.broker_agent.replication_config import ReplicationConfig
+from chunkraft.broker_agent.topic_configs import TopicConfig
 from chunkraft.controller.image import MetadataImage
 
 __all__ = ["ReplicaHost"]
@@ -49,6 +50,10 @@ class ReplicaHost(Protocol):
     @property
     def broker_epoch(self) -> Callable[[], int]:
         """The broker's registration epoch (-1 before registering)."""
+        ...
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        """The topic's effective configuration on this broker (cached: cheap per produce)."""
         ...
 
     def after_leader_append(self, partition: Partition) -> None:

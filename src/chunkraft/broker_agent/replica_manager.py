@@ -14,6 +14,9 @@ This module is the façade; the work is in one module per seam, which it imports
 - ``replica_roles``: leader / follower transitions, partition deletes, follower fetchers;
 - ``chunk_replicas``: inactive chunks (stops, copies, deletes), reconcile, retention;
 - ``isr_updates``: high watermarks and AlterPartition; ``chunk_reports``: ChunkReplicaState;
+- ``topic_configs``: each topic's effective configuration on this broker, followed live from
+  the image (``min.insync.replicas`` and ``max.message.bytes`` on produce, segment and
+  retention settings on every log of the topic, the chunk copy throttle);
 - ``produce_path``, ``fetch_path``, ``chunk_roll``: the data plane, over the small
   :class:`~chunkraft.broker_agent.replica_host.ReplicaHost` protocol this class implements
   (they never import it).
@@ -50,6 +53,7 @@ from chunkraft.broker_agent.peer_client import ControllerChannelLike, PeerClient
 from chunkraft.broker_agent.replica_roles import ReplicaRoles
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.throttle import Throttle
+from chunkraft.broker_agent.topic_configs import EffectiveConfigs, TopicConfig, static_values
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.protocol.data_plane import (
     FetchRequest,
@@ -116,6 +120,8 @@ class ReplicaManager:
                                     self.isr, self.reports)
         self.roles = ReplicaRoles(self.registry, config, peers, broker_epoch, time_ms,
                                   self.isr, self.chunks)
+        self.configs = EffectiveConfigs(node_id, logs.config, static_values(logs.config, config))
+        logs.config_for = self.configs.log_config
         self._reconciled = False
         self._background: list[asyncio.Task[None]] = []
         self._disk: ThreadPoolExecutor | None = None  # the disk worker, from start() to stop()
@@ -155,6 +161,10 @@ class ReplicaManager:
         changes = delta.topics_delta.local_changes(self.node_id)
         self.image = image
         try:
+            self._follow_configs(image)
+        except Exception:
+            log.exception("applying the configurations of the image failed")
+        try:
             self._maybe_reconcile()
         except Exception:
             log.exception("reconciling the logs with the image failed")
@@ -166,6 +176,23 @@ class ReplicaManager:
         _each("stop chunk", changes.chunk_stops.items(), self.chunks.stop_chunk)
         _each("create chunk", changes.chunk_creates.items(), self.chunks.create_chunk)
         _each("delete chunk", changes.chunk_deletes.items(), self.chunks.delete_chunk)
+
+    def _follow_configs(self, image: MetadataImage) -> None:
+        """Applies the image's configurations live when they changed: every open log takes its
+        topic's values (segment size and age for the segments it starts from now, retention
+        at its next run, the largest batch at its next append) and chunk copies the broker's
+        throttle. Cheap otherwise: one identity check."""
+        if not self.configs.refresh(image.configs):
+            return
+        self.chunks.throttle.set_rate(self.configs.copy_throttle())
+        for (name, _), log_ in self.logs.logs().items():
+            config = self.configs.log_config(name)
+            if log_.config != config:
+                log_.config = config
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        """Topic ``topic``'s effective values on this broker (cached until configs change)."""
+        return self.configs.topic(topic)
 
     def _maybe_reconcile(self) -> None:
         if not self._reconciled and self.caught_up is not None and self.caught_up():

@@ -79,6 +79,8 @@ class ControllerConfig:
     metadata_snapshot_export_retain: int = 3
     broker_session_timeout_ms: int = 9_000
     broker_heartbeat_interval_ms: int = 2_000
+    # Kafka's log.retention.check.interval.ms: here, the leader's pass over inactive chunks.
+    log_retention_check_interval_ms: int = 300_000
     super_users: tuple[str, ...] = ()
     allow_everyone_if_no_acl_found: bool = False
     auth_credentials_file: Path | None = None

@@ -169,7 +169,8 @@ def run_controller(config: ControllerConfig) -> int:
             forward_timeout=config.request_timeout_ms / 1000,
             limits=limits_of(config),
         )
-        app = create_app(context, freeze_heap=True)
+        app = create_app(context, freeze_heap=True, chunk_retention_interval=(
+            config.log_retention_check_interval_ms / 1000))
         listener = config.listeners
         server = _ControllerServer(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",

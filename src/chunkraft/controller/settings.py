@@ -298,6 +298,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "log.retention.check.interval.ms",
+        parse_integer,
+        "How often the leader deletes the inactive chunks past their topic's retention.ms "
+        "(at most 1000 chunks a pass).",
+        minimum=1,
+    ),
+    Setting(
         "super.users",
         parse_principals,
         "Principals allowed everything, whatever the ACLs: `User:admin;User:ops` (';' between "

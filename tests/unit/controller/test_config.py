@@ -287,6 +287,7 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("raft.handshake.timeout.ms", "50", "must be at least 100"),
     ("raft.message.timeout.ms", "1s", "not an integer"),
     ("broker.session.timeout.ms", "9s", "not an integer"),
+    ("log.retention.check.interval.ms", "0", "must be at least 1, got 0"),
     ("metadata.max.retained.bytes", "0", "must be at least 1"),
     ("request.timeout.ms", "0", "must be at least 1"),
     ("request.max.body.bytes", "100", "must be at least 1024, got 100"),

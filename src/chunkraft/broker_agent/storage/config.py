@@ -41,7 +41,7 @@ class LogConfig:
     flush_interval_messages: int = _NEVER  # log.flush.interval.messages
     flush_interval_ms: int = _NEVER  # log.flush.interval.ms
     index_interval_bytes: int = 4096  # log.index.interval.bytes
-    max_batch_bytes: int = 1 << 20  # message.max.bytes
+    max_batch_bytes: int = 1_048_588  # message.max.bytes (Kafka's default: 1 MiB + 12)
     producer_id_expiration_ms: int = 24 * 3600 * 1000  # producer.id.expiration.ms
 
     def __post_init__(self) -> None:

@@ -47,9 +47,12 @@ class LogManager:
         *,
         now_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
-        """Manage logs under ``log_dir`` (created when missing) with ``config`` for all."""
+        """Manage logs under ``log_dir`` (created when missing) with ``config`` for all, unless
+        ``config_for`` (set later) gives a topic's logs their own."""
         self.log_dir = log_dir
         self.config = config
+        self.config_for: Callable[[str], LogConfig] | None = None
+        """The settings of the log of a topic (its live configuration); None: ``config``."""
         self._clock = now_ms
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -68,7 +71,8 @@ class LogManager:
             topic_id = _read_topic_id(path)
             if topic_id is None:
                 continue  # not a log directory we wrote (or its metadata never landed)
-            self._logs[key] = UnifiedLog.open(path, topic_id, self.config, now_ms=self._clock)
+            self._logs[key] = UnifiedLog.open(path, topic_id, self._config_of(key[0]),
+                                              now_ms=self._clock)
         return dict(self._logs)
 
     def get(self, topic: str, partition: int) -> UnifiedLog | None:
@@ -88,13 +92,17 @@ class LogManager:
                 return log
             self.delete(topic, partition)
         path = self.log_dir / log_dir_name(topic, partition)
+        config = self._config_of(topic)
         try:
-            log = UnifiedLog.open(path, topic_id, self.config, now_ms=self._clock)
+            log = UnifiedLog.open(path, topic_id, config, now_ms=self._clock)
         except InconsistentTopicIdError:
             self._remove_dir(path)
-            log = UnifiedLog.open(path, topic_id, self.config, now_ms=self._clock)
+            log = UnifiedLog.open(path, topic_id, config, now_ms=self._clock)
         self._logs[key] = log
         return log
+
+    def _config_of(self, topic: str) -> LogConfig:
+        return self.config if self.config_for is None else self.config_for(topic)
 
     def delete(self, topic: str, partition: int) -> bool:
         """Delete the partition's log and its directory; returns whether there was one."""

@@ -1,0 +1,133 @@
+"""The configurations a broker applies live: each topic's effective values, cached per image.
+
+A topic key's effective value on this broker is, first found: the topic's key, this broker's
+dynamic broker key (its synonym), the cluster default, this broker's own settings (its
+properties file, environment and ``--override``s: the ``static`` values, which only the broker
+knows), the key's declared default (:func:`chunkraft.configs.resolve.topic_int`). Broker keys
+(``chunk.copy.throttle.bytes.per.second``) resolve the same way without the topic.
+
+Resolving walks the levels, so the produce path must not do it per request:
+:class:`EffectiveConfigs` keeps one :class:`TopicConfig` per topic, built on first use and
+dropped as a whole when the image's ConfigsImage is another object (a delta that touched no
+configuration keeps the very same ConfigsImage, so the check is one identity comparison).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chunkraft.broker_agent.chunk_lookup import parse_chunk_log_topic
+from chunkraft.broker_agent.replication_config import ReplicationConfig
+from chunkraft.configs.resolve import resolve_broker, topic_int
+from chunkraft.controller.image.configs import ConfigsImage
+
+if TYPE_CHECKING:
+    from chunkraft.broker_agent.storage import LogConfig
+
+__all__ = ["EffectiveConfigs", "TopicConfig", "static_values"]
+
+THROTTLE = "chunk.copy.throttle.bytes.per.second"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """One topic's effective values on this broker; immutable."""
+
+    min_insync_replicas: int
+    max_message_bytes: int
+    segment_bytes: int
+    segment_ms: int
+    retention_ms: int
+    retention_bytes: int
+
+    def log_config(self, base: LogConfig) -> LogConfig:
+        """``base`` (the broker's own log settings) with this topic's values."""
+        return dataclasses.replace(
+            base, segment_bytes=self.segment_bytes, segment_ms=self.segment_ms,
+            retention_ms=self.retention_ms, retention_bytes=self.retention_bytes,
+            max_batch_bytes=self.max_message_bytes)
+
+
+def static_values(log: LogConfig, replication: ReplicationConfig) -> dict[str, str]:
+    """The broker's own values of the broker keys, as text (the ``static`` level): what its
+    LogManager and ReplicaManager were built with."""
+    return {
+        "log.segment.bytes": str(log.segment_bytes),
+        "log.roll.ms": str(log.segment_ms),
+        "log.retention.ms": str(log.retention_ms),
+        "log.retention.bytes": str(log.retention_bytes),
+        "message.max.bytes": str(log.max_batch_bytes),
+        "min.insync.replicas": str(replication.min_insync_replicas),
+        THROTTLE: str(replication.chunk_copy_throttle_bytes_per_second),
+    }
+
+
+class EffectiveConfigs:
+    """Effective topic and broker values for broker ``node_id``, cached per ConfigsImage.
+
+    :meth:`refresh` with the image's configs after every delta; :meth:`topic` is a dict lookup
+    once a topic's values are known. Not thread-safe: the broker's main event loop only.
+    """
+
+    def __init__(self, node_id: int, base: LogConfig, static: Mapping[str, str]) -> None:
+        self.node_id = node_id
+        self.base = base
+        self.static = dict(static)
+        self.configs = ConfigsImage.EMPTY
+        self._topics: dict[str, TopicConfig] = {}
+        self._logs: dict[TopicConfig, LogConfig] = {}
+
+    def refresh(self, configs: ConfigsImage) -> bool:
+        """Follows ``configs``; True when they are other than before (every cached value is
+        dropped then)."""
+        if configs is self.configs:
+            return False
+        self.configs = configs
+        self._topics.clear()
+        self._logs.clear()
+        return True
+
+    def topic(self, name: str) -> TopicConfig:
+        """Topic ``name``'s effective values (any name: an unknown topic has the defaults)."""
+        found = self._topics.get(name)
+        if found is None:
+            found = self._topics[name] = TopicConfig(
+                min_insync_replicas=self._int(name, "min.insync.replicas"),
+                max_message_bytes=self._int(name, "max.message.bytes"),
+                segment_bytes=self._int(name, "segment.bytes"),
+                segment_ms=self._int(name, "segment.ms"),
+                retention_ms=self._int(name, "retention.ms"),
+                retention_bytes=self._int(name, "retention.bytes"))
+        return found
+
+    def _int(self, topic: str, key: str) -> int:
+        return topic_int(self.configs, topic, key, broker_id=self.node_id, static=self.static)
+
+    def log_config(self, log_name: str) -> LogConfig:
+        """The LogConfig of the log named ``log_name`` (a partition's topic, or a chunk log
+        ``<topic>@<start>``, which follows its topic); equal topics share one object."""
+        chunk_log = parse_chunk_log_topic(log_name)
+        topic = self.topic(chunk_log[0] if chunk_log is not None else log_name)
+        found = self._logs.get(topic)
+        if found is None:
+            found = self._logs[topic] = topic.log_config(self.base)
+        return found
+
+    def broker_int(self, name: str) -> int:
+        """Broker key ``name``'s effective value on this broker (a number key)."""
+        resolved = resolve_broker(self.configs, name, broker_id=self.node_id,
+                                  static=self.static)
+        try:
+            value = resolved.key.parse(resolved.value)
+        except ValueError:
+            value = resolved.key.parse(resolved.key.default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} is not a number key")
+        return value
+
+    def copy_throttle(self) -> int:
+        """``chunk.copy.throttle.bytes.per.second`` on this broker (-1: unlimited)."""
+        return self.broker_int(THROTTLE)

@@ -1,0 +1,237 @@
+"""broker_agent/topic_configs and the ReplicaManager applying configurations live: effective
+values in the right order, cached per ConfigsImage, and enforced on produce (in-process
+brokers, real logs, the real controller operations)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from chunkraft.broker_agent.replication_config import ReplicationConfig
+from chunkraft.broker_agent.storage import LogConfig
+from chunkraft.broker_agent.topic_configs import EffectiveConfigs, static_values
+from chunkraft.configs.keys import BROKER_KEYS
+from chunkraft.controller.image import MetadataDelta, MetadataImage
+from chunkraft.controller.operations.chunk_retention import delete_expired_chunks
+from chunkraft.error_codes import Errors
+from chunkraft.records import ConfigRecord
+from tests.unit.broker_agent.replica_harness import (
+    FAST,
+    TOPIC,
+    Cluster,
+    eventually,
+    produce,
+    values_of,
+)
+from tests.unit.broker_agent.replica_harness import consume as fetch
+
+BIG = [b"x" * 400]
+
+
+def _run(scenario: object) -> None:
+    asyncio.run(asyncio.wait_for(scenario, timeout=30))  # type: ignore[arg-type]
+
+
+def _image(*records: ConfigRecord, base: MetadataImage = MetadataImage.EMPTY) -> MetadataImage:
+    delta = MetadataDelta(base)
+    delta.replay_all(records)
+    return delta.apply()
+
+
+def _effective(**replication: int) -> EffectiveConfigs:
+    log = LogConfig(segment_bytes=5000, retention_ms=9000)
+    return EffectiveConfigs(1, log, static_values(log, ReplicationConfig(**replication)))
+
+
+def test_a_broker_left_at_its_defaults_has_the_declared_defaults() -> None:
+    # Else DescribeConfigs (which cannot see a broker's settings) would show other values
+    # than the broker applies.
+    own = static_values(LogConfig(), ReplicationConfig())
+    assert own == {name: BROKER_KEYS[name].default for name in own}
+
+
+def test_topic_then_this_broker_then_cluster_default_then_own_settings() -> None:
+    configs = _effective(min_insync_replicas=3)
+    configs.refresh(_image().configs)
+    assert configs.topic("orders").min_insync_replicas == 3  # the broker's own setting
+    assert configs.topic("orders").segment_bytes == 5000
+    assert configs.topic("orders").max_message_bytes == LogConfig().max_batch_bytes
+    levels = [ConfigRecord(4, "", "min.insync.replicas", "4"),
+              ConfigRecord(4, "2", "min.insync.replicas", "6"),  # another broker's
+              ConfigRecord(4, "1", "min.insync.replicas", "5"),
+              ConfigRecord(2, "orders", "min.insync.replicas", "2")]
+    expected = [4, 4, 5, 2]
+    image = MetadataImage.EMPTY
+    for record, value in zip(levels, expected, strict=True):
+        image = _image(record, base=image)
+        assert configs.refresh(image.configs)
+        assert configs.topic("orders").min_insync_replicas == value, record
+    assert configs.topic("other").min_insync_replicas == 5
+
+
+def test_values_are_cached_until_the_configs_image_is_another_object() -> None:
+    configs = _effective()
+    image = _image(ConfigRecord(2, "orders", "segment.bytes", "2000"))
+    assert configs.refresh(image.configs)
+    first = configs.topic("orders")
+    assert not configs.refresh(image.configs)  # same object: nothing recomputed
+    assert configs.topic("orders") is first
+    # A chunk log follows its topic; topics with equal values share one LogConfig.
+    assert configs.log_config("orders@100") is configs.log_config("orders")
+    assert configs.log_config("orders").segment_bytes == 2000
+    assert configs.log_config("other").segment_bytes == 5000
+    assert configs.log_config("other").retention_ms == 9000
+    changed = _image(ConfigRecord(2, "orders", "segment.bytes", "3000"), base=image)
+    assert configs.refresh(changed.configs)
+    assert configs.topic("orders") is not first
+    assert configs.topic("orders").segment_bytes == 3000
+
+
+def test_broker_keys_resolve_for_this_broker() -> None:
+    configs = _effective(chunk_copy_throttle_bytes_per_second=700)
+    assert configs.copy_throttle() == 700
+    configs.refresh(_image(ConfigRecord(4, "", "chunk.copy.throttle.bytes.per.second",
+                                        "900")).configs)
+    assert configs.copy_throttle() == 900
+
+
+def test_min_insync_replicas_of_the_topic_refuses_and_then_allows_acks_all(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1)
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            assert (await produce(b0, [b"a"])).error_code == 0
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "min.insync.replicas", "2")])
+            refused = await produce(b0, [b"b"])
+            assert refused.error_code == Errors.NOT_ENOUGH_REPLICAS.code
+            assert "min.insync.replicas 2" in (refused.error_message or "")
+            assert (await produce(b0, [b"c"], acks=1)).error_code == 0
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "min.insync.replicas",
+                                                          None)])
+            assert (await produce(b0, [b"d"])).error_code == 0
+            assert values_of(await fetch(b0, 0)) == [b"a", b"c", b"d"]
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_the_topic_value_wins_over_the_brokers_own_setting(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1, config=replace(FAST, min_insync_replicas=2))
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            assert (await produce(b0, [b"a"])).error_code == Errors.NOT_ENOUGH_REPLICAS.code
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "min.insync.replicas", "1")])
+            assert (await produce(b0, [b"a"])).error_code == 0
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_an_isr_shrinking_below_the_topics_min_insync_fails_the_waiting_acks_all(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2, config=replace(FAST, replica_lag_time_max_ms=200))
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            await cluster.controller.commit([ConfigRecord(4, "", "min.insync.replicas", "2")])
+            assert (await produce(b0, [b"a"])).error_code == 0
+            await cluster.stop_broker(1)
+            waiting = await produce(b0, [b"b"], timeout_ms=5000)
+            assert waiting.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
+            assert (await produce(b0, [b"c"])).error_code == Errors.NOT_ENOUGH_REPLICAS.code
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_max_message_bytes_refuses_a_larger_batch_live(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1)
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            assert (await produce(b0, BIG)).error_code == 0
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "max.message.bytes",
+                                                          "300")])
+            refused = await produce(b0, BIG)
+            assert refused.error_code == Errors.MESSAGE_TOO_LARGE.code
+            assert (await produce(b0, [b"small"])).error_code == 0
+            await cluster.controller.commit([ConfigRecord(4, "0", "message.max.bytes", "100")])
+            assert (await produce(b0, BIG)).error_code == Errors.MESSAGE_TOO_LARGE.code
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "max.message.bytes", None)])
+            # This broker's dynamic message.max.bytes (100) is what is left.
+            assert (await produce(b0, [b"small"] * 8)).error_code == \
+                Errors.MESSAGE_TOO_LARGE.code
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_segment_and_retention_settings_reach_every_open_log_and_new_ones(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=1)
+        await cluster.start()
+        b0 = cluster.managers[0]
+        try:
+            log_ = b0.logs.get(TOPIC, 0)
+            assert log_ is not None and log_.config.segment_bytes == LogConfig().segment_bytes
+            await cluster.controller.commit([
+                ConfigRecord(2, TOPIC, "segment.bytes", "1000"),
+                ConfigRecord(2, TOPIC, "retention.ms", "60000"),
+                ConfigRecord(4, "", "log.retention.bytes", "123456"),
+                ConfigRecord(4, "", "chunk.copy.throttle.bytes.per.second", "4096")])
+            assert (log_.config.segment_bytes, log_.config.retention_ms,
+                    log_.config.retention_bytes) == (1000, 60000, 123456)
+            assert b0.throttle.rate == 4096
+            for _ in range(4):
+                assert (await produce(b0, BIG)).error_code == 0
+            assert len(log_.segments) >= 3  # rolled at 1000 bytes, not 1 GiB
+            # A log created now (a chunk log of the topic) starts with the topic's values.
+            created = b0.logs.get_or_create(f"{TOPIC}@500", 0, log_.topic_id)
+            assert created.config.segment_bytes == 1000
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def test_a_chunk_the_controllers_retention_deletes_leaves_the_brokers_disk(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        await cluster.start(replicas=(0,))
+        b0, b1 = cluster.managers[0], cluster.managers[1]
+        try:
+            assert (await produce(b0, [b"old"] * 5)).error_code == 0
+            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+            assert (await produce(b1, [b"new"])).error_code == 0
+            assert b0.logs.get(TOPIC, 0) is not None
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "retention.ms", "1")])
+            image = cluster.controller.image
+            topic = image.topics.get_by_name(TOPIC)
+            assert topic is not None and len(topic.chunks_of(0)) == 1
+            result = delete_expired_chunks(image, 10**13)
+            assert result.response.deleted == 1
+            await cluster.controller.commit(list(result.records))
+
+            def gone() -> bool:
+                return b0.logs.get(TOPIC, 0) is None
+
+            await eventually(gone, "broker 0 deleting the removed chunk's log")
+            assert not (tmp_path / "broker-0" / f"{TOPIC}-0").exists()
+            assert values_of(await fetch(b1, 5)) == [b"new"]
+        finally:
+            await cluster.close()
+
+    _run(scenario())
