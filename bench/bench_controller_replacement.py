@@ -169,12 +169,18 @@ def run_chunkraft(base: Path, args: argparse.Namespace) -> dict[str, Any]:
             steps["add"] = time.monotonic() - mark
 
         def caught_up() -> bool:
+            """The new controller answers, the leader sees it connected, and it has applied
+            all but CAUGHT_UP_ENTRIES of the entries the leader has committed."""
             current = cluster.leader_id()
-            status: dict[str, Any] = (cluster.status(current) or {}) if current is not None else {}
-            voters = {v["node_id"]: v for v in status.get("voters", [])}
-            return set(voters) == set(cluster.nodes) and all(
-                v["lag"] is not None and v["lag"] <= CAUGHT_UP_ENTRIES
-                for v in voters.values())
+            leader: dict[str, Any] = (cluster.status(current) or {}) if current is not None \
+                else {}
+            mine: dict[str, Any] = cluster.status(new.node_id) or {}
+            voters = {v["node_id"]: v for v in leader.get("voters", [])}
+            return (set(voters) == set(cluster.nodes)
+                    and all(v["connected"] for v in voters.values())
+                    and "last_applied_index" in mine
+                    and int(mine["last_applied_index"])
+                    >= int(leader["commit_index"]) - CAUGHT_UP_ENTRIES)
 
         wait_for("the new controller to catch up", caught_up)
         steps["new_member_caught_up"] = time.monotonic() - mark
