@@ -118,15 +118,8 @@ class EffectiveConfigs:
 
     def broker_int(self, name: str) -> int:
         """Broker key ``name``'s effective value on this broker (a number key)."""
-        resolved = resolve_broker(self.configs, name, broker_id=self.node_id,
-                                  static=self.static)
-        try:
-            value = resolved.key.parse(resolved.value)
-        except ValueError:
-            value = resolved.key.parse(resolved.key.default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} is not a number key")
-        return value
+        return resolve_broker(self.configs, name, broker_id=self.node_id,
+                              static=self.static).as_int()
 
     def copy_throttle(self) -> int:
         """``chunk.copy.throttle.bytes.per.second`` on this broker (-1: unlimited)."""

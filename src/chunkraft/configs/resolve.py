@@ -52,6 +52,17 @@ class Resolved:
     def is_default(self) -> bool:
         return self.source is ConfigSource.DEFAULT_CONFIG
 
+    def as_int(self) -> int:
+        """The value of a number key (INT, LONG). A stored value is checked when it is
+        written; one that no longer parses falls back to the key's default."""
+        try:
+            value = self.key.parse(self.value)
+        except ValueError:
+            value = self.key.parse(self.key.default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{self.key.name} is not a number key")
+        return value
+
 
 def _chain(configs: ConfigsImage, key: ConfigKey, broker_name: str, broker_id: int | None,
            static: Mapping[str, str] | None, topic: str | None) -> Resolved:
@@ -90,13 +101,5 @@ def resolve_broker(configs: ConfigsImage, name: str, *, broker_id: int | None = 
 
 def topic_int(configs: ConfigsImage, topic: str, name: str, *, broker_id: int | None = None,
               static: Mapping[str, str] | None = None) -> int:
-    """A topic key's effective value as an int (INT and LONG keys). A stored value is checked
-    when it is written; one that no longer parses falls back to the key's default."""
-    resolved = resolve_topic(configs, topic, name, broker_id=broker_id, static=static)
-    try:
-        value = resolved.key.parse(resolved.value)
-    except ValueError:
-        value = resolved.key.parse(resolved.key.default)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} is not a number key")
-    return value
+    """A topic key's effective value as an int (:meth:`Resolved.as_int`)."""
+    return resolve_topic(configs, topic, name, broker_id=broker_id, static=static).as_int()
