@@ -166,6 +166,13 @@ def test_broker_state_export_is_what_the_broker_holds(cluster: LocalCluster,
                    and p["log_end_offset"] == 20 for p in local_view()["partitions"])
 
     wait_until(replicated, f"orders-0 replicated to broker {broker_id}", 30, 0.2)
+    admin.set_config("topics", "orders", "retention.ms", "86400000")
+
+    def followed() -> bool:
+        return {"topic": "orders", "name": "retention.ms", "value": "86400000",
+                "source": "DYNAMIC_TOPIC_CONFIG"} in local_view()["topic_configs"]
+
+    wait_until(followed, f"broker {broker_id} applies orders' retention.ms", 30, 0.2)
     out = tmp_path / "broker"
     done = export("--broker-server", cluster.broker_url(broker_id), "--command-config",
                   str(cluster.command_config_path), out=out)
@@ -192,3 +199,8 @@ def test_broker_state_export_is_what_the_broker_holds(cluster: LocalCluster,
     segments = read_rows(out, "local_segments")
     assert sum(s.size_bytes for s in segments if s.topic == "orders" and s.partition_id == 0
                ) == logs[("orders", 0)].size_bytes
+    configs = {(r.topic, r.name): (r.value, r.source) for r in read_rows(out, "local_configs")}
+    assert {r.broker_id for r in read_rows(out, "local_configs")} == {broker_id}
+    assert configs[("orders", "retention.ms")] == ("86400000", "DYNAMIC_TOPIC_CONFIG")
+    assert configs[("orders", "min.insync.replicas")][1] == "STATIC_BROKER_CONFIG"
+    assert {t for t, _ in configs} >= {t for t, _ in assigned}

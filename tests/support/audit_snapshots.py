@@ -12,6 +12,10 @@ was cut during a transaction (StopOffset 199, EndOffset 210, the next chunk cove
 chunk 0 of orders-0 and chunk 2000 of events-0 were moved off the partition's current
 replicas; chunk 50 of orders-1 is being moved (adding 1, removing 0). One ProducerIdsRecord
 (next id 5000), one ACL. The first chunk of orders-1 has StartTimestamp -1 (unknown).
+Configurations (:data:`CONFIGS`): orders' retention.ms, events' max.message.bytes (written with
+leading zeros), broker 1's min.insync.replicas and the cluster default log.retention.bytes;
+broker 3's own segment.bytes differs from the default (the metadata does not set it, so it is
+broker 3's to decide).
 
 A violation is identified by its :data:`Key`: ``(topic_id, partition_id, start_offset,
 broker_id)``, each None where the rule leaves the column null. The conventions (both engines):
@@ -28,7 +32,8 @@ broker_id)``, each None where the rule leaves the column null. The conventions (
 - drift.*: broker_id = the broker whose disk drifted; missing_replica / extra_replica / gap
   name the chunk (start_offset = the chunk's, or the partition's for the active chunk);
   beyond_end names (topic_id, partition_id, None, broker). Drift looks only at partitions of
-  known topics and chunks of known partitions (orphans are topics.orphans' alone).
+  known topics and chunks of known partitions (orphans are topics.orphans' alone);
+  drift.config names (topic_id, None, None, broker), one row per differing key.
 """
 
 from __future__ import annotations
@@ -42,8 +47,13 @@ from typing import Any
 
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.inputs import AuditInputs, AuditSettings
+from chunkraft.broker_agent.replication_config import ReplicationConfig
+from chunkraft.broker_agent.storage import LogConfig
+from chunkraft.broker_agent.topic_configs import EffectiveConfigs, local_configs, static_values
+from chunkraft.controller.image.configs import ConfigsDelta, ConfigsImage
 from chunkraft.export.directory import write_export
 from chunkraft.export.local_rows import (
+    LocalConfigRow,
     LocalLogRow,
     LocalReplicaRow,
     LocalSegmentRow,
@@ -59,6 +69,7 @@ from chunkraft.export.tables import (
 from chunkraft.records import (
     AccessControlEntryRecord,
     ChunkRecord,
+    ConfigRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
@@ -70,9 +81,11 @@ from chunkraft.records.topic_records import PriorPartitionEpoch
 __all__ = [
     "AUDIT_LOG",
     "CLUSTER_ID",
+    "CONFIGS",
     "CORRUPTIONS",
     "EVENTS",
     "MINUTE_MS",
+    "OLD_TABLES",
     "ORDERS",
     "PREVIOUS_TIME_MS",
     "TIME_MS",
@@ -100,6 +113,14 @@ NAMES = {ORDERS: "orders", EVENTS: "events", AUDIT_LOG: "audit-log"}
 BROKERS = (0, 1, 2, 3)
 RACKS = {0: "r0", 1: "r0", 2: "r1", 3: "r1"}
 ACTIVE_DATA = 20  # offsets each replica of an active chunk holds in the generated states
+CONFIGS = (
+    ConfigRecord(2, "orders", "retention.ms", "86400000"),
+    ConfigRecord(2, "events", "max.message.bytes", "0002097152"),
+    ConfigRecord(4, "1", "min.insync.replicas", "2"),
+    ConfigRecord(4, "", "log.retention.bytes", "1073741824"),
+)
+OWN_LOG_CONFIG = {3: LogConfig(segment_bytes=536_870_912)}
+"""Brokers whose own settings differ from the defaults (others: ``LogConfig()``)."""
 
 Key = tuple[str | None, int | None, int | None, int | None]
 """A violation row's identity: (topic_id, partition_id, start_offset, broker_id)."""
@@ -180,6 +201,7 @@ def clean_records() -> list[Record]:
         AccessControlEntryRecord(id=uuid.UUID(int=77), resource_type=2, resource_name="orders",
                                  pattern_type=3, principal="User:alice", host="*",
                                  operation=3, permission_type=3),
+        *CONFIGS,
     ]
     return [*brokers, *topics, *partitions, *chunks, *others]
 
@@ -194,8 +216,10 @@ def clean_broker_states(records: Sequence[Record]) -> dict[int, StateRows]:
     A broker holds every inactive chunk it is a replica of and not being added to, in full,
     and ``ACTIVE_DATA`` offsets of the active chunk of every partition it is a replica of
     (not being added); one log per (topic, partition), whose segments are the held ranges
-    without overlap. Producer id blocks: broker ``b`` hands out ``[1000 b, 1000 (b + 1))``.
-    Partitions of unknown topics and chunks of unknown partitions are skipped.
+    without overlap. It applies to the topics of those what a broker following the records'
+    ConfigRecords with its own settings (:data:`OWN_LOG_CONFIG`) applies. Producer id
+    blocks: broker ``b`` hands out ``[1000 b, 1000 (b + 1))``. Partitions of unknown topics
+    and chunks of unknown partitions are skipped.
     """
     names = {t.topic_id: t.name for t in _of(records, TopicRecord)}
     partitions = {(p.topic_id, p.partition_id): p for p in _of(records, PartitionRecord)
@@ -204,6 +228,10 @@ def clean_broker_states(records: Sequence[Record]) -> dict[int, StateRows]:
     for c in _of(records, ChunkRecord):
         if (c.topic_id, c.partition_id) in partitions:
             chunks.setdefault((c.topic_id, c.partition_id), []).append(c)
+    delta = ConfigsDelta(ConfigsImage.EMPTY)
+    for record in _of(records, ConfigRecord):
+        delta.replay(record)
+    configs = delta.apply()
     states: dict[int, StateRows] = {}
     for reg in _of(records, RegisterBrokerRecord):
         b = reg.broker_id
@@ -258,6 +286,12 @@ def clean_broker_states(records: Sequence[Record]) -> dict[int, StateRows]:
         rows["producer_id_blocks"].append(ProducerIdBlockRow(
             broker_id=b, broker_epoch=reg.broker_epoch, block_start=1_000 * b,
             block_end=1_000 * (b + 1)))
+        log = OWN_LOG_CONFIG.get(b, LogConfig())
+        effective = EffectiveConfigs(b, log, static_values(log, ReplicationConfig()))
+        effective.refresh(configs)
+        rows["local_configs"] = [
+            LocalConfigRow(b, c["topic"], c["name"], c["value"], c["source"])
+            for c in local_configs(effective, {r.topic for r in rows["local_replicas"]})]
         states[b] = rows
     return states
 
@@ -279,8 +313,10 @@ _SPEC_OF_ROW = {spec.row: spec for spec in CONTROLLER_TABLES + BROKER_STATE_TABL
 
 
 def write_snapshot_export(path: Path, records: Iterable[Record], *, offset: int, epoch: int = 1,
-                          time_ms: int, cluster_id: str = CLUSTER_ID) -> Path:
-    """Writes ``records`` as a controller-snapshot export at ``path`` (which must not exist)."""
+                          time_ms: int, cluster_id: str = CLUSTER_ID,
+                          omit: tuple[str, ...] = ()) -> Path:
+    """Writes ``records`` as a controller-snapshot export at ``path`` (which must not exist),
+    without the tables named in ``omit`` (as an export from before they existed)."""
     grouped: dict[str, list[Any]] = {}
     for record in records:
         grouped.setdefault(_SPEC_OF_ROW[type(record)].name, []).append(record)
@@ -288,18 +324,23 @@ def write_snapshot_export(path: Path, records: Iterable[Record], *, offset: int,
               for name, rows in grouped.items()}
     manifest = Manifest(ExportKind.CONTROLLER_SNAPSHOT, cluster_id, offset, epoch, time_ms, 0,
                         "tests.support.audit_snapshots")
-    return write_export(path, manifest, tables, CONTROLLER_TABLES)
+    specs = tuple(spec for spec in CONTROLLER_TABLES if spec.name not in omit)
+    return write_export(path, manifest, {n: t for n, t in tables.items() if n not in omit},
+                        specs)
 
 
 def write_broker_state_export(path: Path, broker_id: int, rows_by_table: Mapping[str, list[Any]],
                               *, offset: int, time_ms: int,
-                              cluster_id: str = CLUSTER_ID) -> Path:
-    """Writes one broker's rows (by table name) as a broker-state export at ``path``."""
+                              cluster_id: str = CLUSTER_ID, omit: tuple[str, ...] = ()
+                              ) -> Path:
+    """Writes one broker's rows (by table name) as a broker-state export at ``path``, without
+    the tables named in ``omit``."""
     tables = {name: records_to_table(TABLES_BY_NAME[name], rows)
-              for name, rows in rows_by_table.items() if rows}
+              for name, rows in rows_by_table.items() if rows and name not in omit}
     manifest = Manifest(ExportKind.BROKER_STATE, cluster_id, offset, 1, time_ms, 0,
                         "tests.support.audit_snapshots", broker_id=broker_id)
-    return write_export(path, manifest, tables, BROKER_STATE_TABLES)
+    specs = tuple(spec for spec in BROKER_STATE_TABLES if spec.name not in omit)
+    return write_export(path, manifest, tables, specs)
 
 
 # --- scenarios ------------------------------------------------------------------------------
@@ -323,18 +364,24 @@ class Scenario:
     settings: AuditSettings = field(default_factory=AuditSettings)
 
 
-def write_scenario(scenario: Scenario, directory: Path) -> AuditInputs:
+OLD_TABLES = ("configs", "controllers", "local_configs")
+"""Tables exports written before issue 19 lack (``write_scenario(..., old=True)``)."""
+
+
+def write_scenario(scenario: Scenario, directory: Path, *, old: bool = False) -> AuditInputs:
     """Writes the scenario's exports under ``directory`` (``snapshot``, ``previous``,
-    ``broker-<id>``) and returns them loaded as audit inputs."""
+    ``broker-<id>``) and returns them loaded as audit inputs; ``old``: without
+    :data:`OLD_TABLES`, as exports from before those tables."""
+    omit = OLD_TABLES if old else ()
     snapshot = write_snapshot_export(directory / "snapshot", scenario.records, offset=1_000,
-                                     time_ms=scenario.time_ms)
+                                     time_ms=scenario.time_ms, omit=omit)
     previous = None
     if scenario.previous is not None:
         previous = write_snapshot_export(directory / "previous", scenario.previous, offset=900,
-                                         time_ms=scenario.previous_time_ms)
+                                         time_ms=scenario.previous_time_ms, omit=omit)
     states = tuple(
         write_broker_state_export(directory / f"broker-{b}", b, rows, offset=1_000,
-                                  time_ms=scenario.time_ms)
+                                  time_ms=scenario.time_ms, omit=omit)
         for b, rows in sorted((scenario.broker_states or {}).items()))
     return AuditInputs.load(snapshot, previous, states)
 
@@ -587,6 +634,27 @@ def _gap() -> Scenario:
     return scenario
 
 
+def _config() -> Scenario:
+    # Broker 2 ignores orders' retention.ms; broker 1 applies its own min.insync.replicas to
+    # events instead of its dynamic one. Broker 0 applies other values to a topic the snapshot
+    # does not have (not judged).
+    scenario = _corrupt("drift.config", clean_records(),
+                        [(str(ORDERS), None, None, 2), (str(EVENTS), None, None, 1)])
+    assert scenario.broker_states is not None
+    b2 = scenario.broker_states[2]
+    b2["local_configs"] = _state_replace(
+        b2["local_configs"], lambda r: r.topic == "orders" and r.name == "retention.ms",
+        value="604800000", source="STATIC_BROKER_CONFIG")
+    b1 = scenario.broker_states[1]
+    b1["local_configs"] = _state_replace(
+        b1["local_configs"], lambda r: r.topic == "events" and r.name == "min.insync.replicas",
+        value="1", source="STATIC_BROKER_CONFIG")
+    scenario.broker_states[0]["local_configs"] += [
+        LocalConfigRow(0, "gone", "retention.ms", "1", "DYNAMIC_TOPIC_CONFIG"),
+        LocalConfigRow(0, "gone", "retention.bytes", "5", "STATIC_BROKER_CONFIG")]
+    return scenario
+
+
 def _skew() -> Scenario:
     records = clean_records()
     counts = broker_chunk_replicas(records)
@@ -625,6 +693,7 @@ CORRUPTIONS: dict[str, Callable[[], Scenario]] = {
     "drift.extra_replica": _extra_replica,
     "drift.beyond_end": _beyond_end,
     "drift.gap": _gap,
+    "drift.config": _config,
     "load.skew": _skew,
 }
 """One scenario per catalog rule id: the clean cluster broken in exactly that rule's way."""

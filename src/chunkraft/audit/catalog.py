@@ -175,6 +175,16 @@ RULES: tuple[Rule, ...] = (
          "reaches EndOffset.",
          "broker 2 holds chunk 0 of orders-3 only up to offset 80 of 99",
          Needs.BROKER_STATES),
+    Rule("drift.config", Severity.WARNING,
+         "brokers apply the topic configuration the metadata sets",
+         "A broker that exported its state applies to a topic of the snapshot (one it has a "
+         "log of or is assigned a replica of) the value the metadata decides for each topic "
+         "key it applies: the topic's own key, else the broker's dynamic synonym, else the "
+         "cluster default (the snapshot's configs table). A key the metadata sets at none of "
+         "these levels is the broker's own static setting to decide and is not checked.",
+         "broker 2 applies retention.ms=604800000 (STATIC_BROKER_CONFIG) to orders but the "
+         "metadata says 86400000 (DYNAMIC_TOPIC_CONFIG)",
+         Needs.BROKER_STATES),
     # --- load ---------------------------------------------------------------------------------
     Rule("load.skew", Severity.WARNING,
          "replicas are spread evenly over brokers",

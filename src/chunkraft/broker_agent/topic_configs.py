@@ -15,21 +15,32 @@ configuration keeps the very same ConfigsImage, so the check is one identity com
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent.chunk_lookup import parse_chunk_log_topic
 from chunkraft.broker_agent.replication_config import ReplicationConfig
-from chunkraft.configs.resolve import resolve_broker, topic_int
+from chunkraft.configs.resolve import resolve_broker, resolve_topic, topic_int
 from chunkraft.controller.image.configs import ConfigsImage
 
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import LogConfig
 
-__all__ = ["EffectiveConfigs", "TopicConfig", "static_values"]
+__all__ = ["APPLIED_KEYS", "EffectiveConfigs", "TopicConfig", "local_configs", "static_values"]
 
 THROTTLE = "chunk.copy.throttle.bytes.per.second"
+
+APPLIED_KEYS: dict[str, str] = {
+    "min.insync.replicas": "min_insync_replicas",
+    "max.message.bytes": "max_message_bytes",
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+}
+"""The topic keys a broker applies, and the :class:`TopicConfig` field holding each
+(``cleanup.policy`` and ``message.timestamp.type`` are stored but change nothing here yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +132,25 @@ class EffectiveConfigs:
         return resolve_broker(self.configs, name, broker_id=self.node_id,
                               static=self.static).as_int()
 
+    def applied(self, topic: str) -> list[tuple[str, str, str]]:
+        """(key, value, source name) of every key in :data:`APPLIED_KEYS` for ``topic``: the
+        value this broker applies (a stored value that no longer parses is applied as the
+        key's default) and the level it comes from."""
+        config = self.topic(topic)
+        return [(name, str(getattr(config, field)),
+                 resolve_topic(self.configs, topic, name, broker_id=self.node_id,
+                               static=self.static).source.name)
+                for name, field in APPLIED_KEYS.items()]
+
     def copy_throttle(self) -> int:
         """``chunk.copy.throttle.bytes.per.second`` on this broker (-1: unlimited)."""
         return self.broker_int(THROTTLE)
+
+
+def local_configs(configs: EffectiveConfigs, topics: Iterable[str]) -> list[dict[str, str]]:
+    """The ``topic_configs`` of ``GET /broker/v1/local-replicas``: per topic (sorted) and
+    applied key, ``{"topic", "name", "value", "source"}`` (the broker-state export's
+    ``local_configs``)."""
+    return [{"topic": topic, "name": name, "value": value, "source": source}
+            for topic in sorted(set(topics))
+            for name, value, source in configs.applied(topic)]

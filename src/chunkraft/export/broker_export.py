@@ -5,7 +5,8 @@
 active chunks listing it as a replica) and per chunk it holds data of, ``assigned`` telling
 which; an assigned chunk with no data anywhere on the broker gets -1/-1/0. A chunk found in
 several logs (the partition's log and a chunk log ``<topic>@<start>``) is one row: the lowest
-first offset, the highest last offset and the bytes of both.
+first offset, the highest last offset and the bytes of both. ``local_configs`` is the answer's
+``topic_configs`` as it is (empty from a broker too old to give them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from chunkraft.client.command_config import CommandConfig
 from chunkraft.export.directory import write_export
 from chunkraft.export.download import DownloadError, fetch_json
 from chunkraft.export.local_rows import (
+    LocalConfigRow,
     LocalLogRow,
     LocalReplicaRow,
     LocalSegmentRow,
@@ -95,9 +97,12 @@ def broker_state_rows(answer: dict[str, Any]) -> dict[str, list[Any]]:
         replicas[key] = held._replace(assigned=True, topic_id=a["topic_id"] or held.topic_id)
     blocks = [ProducerIdBlockRow(broker, b["broker_epoch"], b["block_start"], b["block_end"])
               for b in answer.get("producer_id_blocks", ())]
+    configs = [LocalConfigRow(broker, str(c["topic"]), str(c["name"]), str(c["value"]),
+                              str(c["source"]))
+               for c in answer.get("topic_configs", ())]
     return {"local_logs": logs, "local_segments": segments,
             "local_replicas": [replicas[k] for k in sorted(replicas)],
-            "producer_id_blocks": blocks}
+            "producer_id_blocks": blocks, "local_configs": configs}
 
 
 def export_broker_state(bootstrap: str, out: str | os.PathLike[str],

@@ -13,7 +13,8 @@ from typing import Annotated, NamedTuple
 
 from chunkraft.records.schema import BOOL, INT32, INT64, STRING, Check, record_struct
 
-__all__ = ["LocalLogRow", "LocalReplicaRow", "LocalSegmentRow", "ProducerIdBlockRow"]
+__all__ = ["LocalConfigRow", "LocalLogRow", "LocalReplicaRow", "LocalSegmentRow",
+           "ProducerIdBlockRow"]
 
 _BrokerId = Annotated[int, INT32("0+", "The broker that exported the row.", check=Check.BROKER_ID)]
 _Topic = Annotated[str, STRING("0+", "The topic name.")]
@@ -83,3 +84,24 @@ class ProducerIdBlockRow(NamedTuple):
     broker_epoch: Annotated[int, INT64("0+", "The broker epoch the block was allocated for.")] = -1
     block_start: Annotated[int, INT64("0+", "First producer id of the block (inclusive).")] = 0
     block_end: Annotated[int, INT64("0+", "One past its last producer id (exclusive).")] = 0
+
+
+@record_struct
+class LocalConfigRow(NamedTuple):
+    """One topic key's value as the broker applies it to the topic's logs and produces.
+
+    One row per topic the broker has a log of or is assigned a replica of, and per topic key
+    the broker applies (``min.insync.replicas``, ``max.message.bytes``, ``segment.bytes``,
+    ``segment.ms``, ``retention.ms``, ``retention.bytes``): the value of
+    :class:`chunkraft.broker_agent.topic_configs.TopicConfig`, from the configurations the
+    broker last followed and its own static settings.
+    """
+
+    broker_id: _BrokerId = -1
+    topic: _Topic = ""
+    name: Annotated[str, STRING("0+", "The topic key, e.g. retention.ms.")] = ""
+    value: Annotated[str, STRING("0+", "The value the broker applies, as text.")] = ""
+    source: Annotated[str, STRING(
+        "0+", "Where it comes from, as DescribeConfigs names it: DYNAMIC_TOPIC_CONFIG, "
+        "DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or "
+        "DEFAULT_CONFIG.")] = ""

@@ -2,7 +2,8 @@
 
 A controller snapshot exports one table per kind of record in the image (``brokers``,
 ``topics``, ``partitions``, ``chunks``, ``producer_ids``, ``acls``); a broker exports its disk
-(``local_logs``, ``local_segments``, ``local_replicas``, ``producer_id_blocks``). Every column
+(``local_logs``, ``local_segments``, ``local_replicas``, ``producer_id_blocks``) and the topic
+configuration it applies (``local_configs``). Every column
 is one field of the declared NamedTuple, named as the Python field (``topic_id``), in
 declaration order, for the newest version of the record; its type follows from the FieldSpec:
 
@@ -29,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from chunkraft.export.local_rows import (
+    LocalConfigRow,
     LocalLogRow,
     LocalReplicaRow,
     LocalSegmentRow,
@@ -151,6 +153,9 @@ BROKER_STATE_TABLES: tuple[TableSpec, ...] = (
               "What the broker holds of each chunk assigned to it or found on its disk."),
     TableSpec("producer_id_blocks", ProducerIdBlockRow, ("broker_id", "block_start"),
               "The producer id blocks the broker hands out from."),
+    TableSpec("local_configs", LocalConfigRow, ("broker_id", "topic", "name"),
+              "The value of each topic key the broker applies, per topic it has a log of or "
+              "is assigned a replica of, with its source."),
 )
 
 TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in CONTROLLER_TABLES + BROKER_STATE_TABLES}

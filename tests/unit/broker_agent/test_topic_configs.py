@@ -10,7 +10,13 @@ from pathlib import Path
 
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.storage import LogConfig
-from chunkraft.broker_agent.topic_configs import EffectiveConfigs, static_values
+from chunkraft.broker_agent.topic_configs import (
+    APPLIED_KEYS,
+    EffectiveConfigs,
+    TopicConfig,
+    local_configs,
+    static_values,
+)
 from chunkraft.configs.keys import BROKER_KEYS
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.controller.operations.chunk_retention import delete_expired_chunks
@@ -49,6 +55,29 @@ def test_a_broker_left_at_its_defaults_has_the_declared_defaults() -> None:
     # than the broker applies.
     own = static_values(LogConfig(), ReplicationConfig())
     assert own == {name: BROKER_KEYS[name].default for name in own}
+
+
+def test_the_export_lists_every_applied_key_with_the_value_applied_and_its_source() -> None:
+    configs = _effective(min_insync_replicas=3)  # broker 1; its own segment.bytes is 5000
+    configs.refresh(_image(ConfigRecord(2, "orders", "retention.ms", "60000"),
+                           ConfigRecord(4, "1", "log.retention.bytes", "4096"),
+                           ConfigRecord(4, "", "message.max.bytes", "2048")).configs)
+    rows = local_configs(configs, ["orders", "events", "orders"])
+    assert [(r["topic"], r["name"]) for r in rows] == [
+        (topic, name) for topic in ("events", "orders") for name in APPLIED_KEYS]
+    orders = {r["name"]: (r["value"], r["source"]) for r in rows if r["topic"] == "orders"}
+    assert orders == {
+        "retention.ms": ("60000", "DYNAMIC_TOPIC_CONFIG"),
+        "retention.bytes": ("4096", "DYNAMIC_BROKER_CONFIG"),
+        "max.message.bytes": ("2048", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        "min.insync.replicas": ("3", "STATIC_BROKER_CONFIG"),
+        "segment.bytes": ("5000", "STATIC_BROKER_CONFIG"),
+        "segment.ms": (str(LogConfig().segment_ms), "STATIC_BROKER_CONFIG"),
+    }
+    events = {r["name"]: r["value"] for r in rows if r["topic"] == "events"}
+    assert events["retention.ms"] == "9000"  # the broker's own, not orders' topic key
+    assert set(APPLIED_KEYS.values()) == {f.name for f in TopicConfig.__dataclass_fields__
+                                          .values()}
 
 
 def test_topic_then_this_broker_then_cluster_default_then_own_settings() -> None:

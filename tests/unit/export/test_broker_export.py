@@ -16,7 +16,7 @@ from chunkraft.broker_agent.storage import LogConfig, UnifiedLog
 from chunkraft.dataplane.record_batch import build_batch
 from chunkraft.export.broker_export import broker_state_rows, cluster_id_text
 from chunkraft.export.directory import write_export
-from chunkraft.export.local_rows import LocalReplicaRow, ProducerIdBlockRow
+from chunkraft.export.local_rows import LocalConfigRow, LocalReplicaRow, ProducerIdBlockRow
 from chunkraft.export.manifest import ExportKind, Manifest
 from chunkraft.export.tables import BROKER_STATE_TABLES, TABLES_BY_NAME, records_to_table
 from chunkraft.records.uuids import kafka_uuid_str
@@ -54,7 +54,9 @@ def answer(tmp_path: Path) -> Any:
                 "partitions": local_replicas(logs, image),
                 "assigned_chunks": assigned_chunks(image, 0),
                 "producer_id_blocks": [{"broker_epoch": 3, "block_start": 1000,
-                                        "block_end": 2000}]}
+                                        "block_end": 2000}],
+                "topic_configs": [{"topic": "orders", "name": "retention.ms",
+                                   "value": "60000", "source": "DYNAMIC_TOPIC_CONFIG"}]}
     finally:
         chunk_log.close()
         main.close()
@@ -95,6 +97,13 @@ def test_local_replicas_rows(answer: Any) -> None:
         ("orders-0", 50), ("orders@0-0", 0)]
 
 
+def test_local_configs_rows_are_the_answers_topic_configs(answer: Any) -> None:
+    assert broker_state_rows(answer)["local_configs"] == [
+        LocalConfigRow(0, "orders", "retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG")]
+    del answer["topic_configs"]  # a broker from before the table: exported empty
+    assert broker_state_rows(answer)["local_configs"] == []
+
+
 def test_data_of_an_unassigned_chunk_is_a_row_not_assigned(answer: Any) -> None:
     answer["assigned_chunks"] = []
     rows = broker_state_rows(answer)
@@ -109,8 +118,12 @@ def test_the_rows_make_a_broker_state_export(answer: Any, tmp_path: Path) -> Non
     write_export(tmp_path / "b0", manifest, tables, BROKER_STATE_TABLES)
     read = Manifest.read(tmp_path / "b0")
     assert read.broker_id == 0 and read.tables["local_replicas"].rows == 4
+    assert read.tables["local_configs"].rows == 1
     table = pq.read_table(tmp_path / "b0" / "local_replicas")
     assert table.schema == TABLES_BY_NAME["local_replicas"].schema
+    configs = pq.read_table(tmp_path / "b0" / "local_configs")
+    assert configs.to_pylist() == [{"broker_id": 0, "topic": "orders", "name": "retention.ms",
+                                    "value": "60000", "source": "DYNAMIC_TOPIC_CONFIG"}]
 
 
 def test_cluster_ids_are_written_as_controller_exports_write_them() -> None:

@@ -51,7 +51,8 @@ def test_the_table_names_are_the_documented_ones() -> None:
         "brokers", "topics", "partitions", "chunks", "producer_ids", "acls", "controllers",
         "configs"]
     assert [t.name for t in BROKER_STATE_TABLES] == [
-        "local_logs", "local_segments", "local_replicas", "producer_id_blocks"]
+        "local_logs", "local_segments", "local_replicas", "producer_id_blocks",
+        "local_configs"]
     assert set(TABLES_BY_NAME) == {t.name for t in CONTROLLER_TABLES + BROKER_STATE_TABLES}
 
 

@@ -114,6 +114,7 @@ class BrokerStates:
     logs: pa.Table
     segments: pa.Table
     blocks: pa.Table
+    configs: pa.Table  # local_configs: empty from exports written before it
 
 
 def _raw(export: ExportInput) -> dict[str, pa.Table]:
@@ -202,5 +203,6 @@ def read_inputs(inputs: AuditInputs) -> tuple[Topics, Snapshot, Snapshot | None,
             ids=sorted(s.manifest.broker_id for s in inputs.broker_states
                        if s.manifest.broker_id is not None),
             replicas=concat("local_replicas"), logs=concat("local_logs"),
-            segments=concat("local_segments"), blocks=concat("producer_id_blocks"))
+            segments=concat("local_segments"), blocks=concat("producer_id_blocks"),
+            configs=concat("local_configs"))
     return topics, current, previous, states

@@ -16,6 +16,7 @@ from chunkraft.audit.arrow.found import Found, found, to_result
 from chunkraft.audit.arrow.load_summary import load_summary, skew_rule
 from chunkraft.audit.arrow.read import read_inputs
 from chunkraft.audit.arrow.rules_chunks import chunk_rules
+from chunkraft.audit.arrow.rules_configs import config_rules
 from chunkraft.audit.arrow.rules_drift import drift_rules
 from chunkraft.audit.arrow.rules_replicas import replica_rules
 from chunkraft.audit.arrow.rules_topics import producer_id_rules, topic_rules
@@ -49,7 +50,7 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> AuditReport:
     mark = time.perf_counter()
     items: list[Found] = [*chunk_rules(snap), *replica_rules(snap, prev, settings),
                           *topic_rules(snap), *producer_id_rules(snap, prev, states),
-                          *drift_rules(snap, topics, states)]
+                          *drift_rules(snap, topics, states), *config_rules(snap, states)]
     seconds["rules"] = time.perf_counter() - mark
 
     mark = time.perf_counter()

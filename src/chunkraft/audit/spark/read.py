@@ -46,7 +46,10 @@ def read_states(spark: SparkSession, inputs: AuditInputs) -> dict[str, DataFrame
     """Each broker-state table, unioned over every broker's export (empty without any)."""
     frames: dict[str, DataFrame] = {}
     for spec in BROKER_STATE_TABLES:
-        parts = [read_table(spark, state, spec.name) for state in inputs.broker_states]
+        # a table newer than an export (local_configs) is read as empty there
+        parts = [read_table(spark, state, spec.name) if spec.name in state.manifest.tables
+                 else literal_frame(spark, [], spark_schema(spec.name))
+                 for state in inputs.broker_states]
         frames[spec.name] = (reduce(DataFrame.unionByName, parts) if parts
                              else literal_frame(spark, [], spark_schema(spec.name)))
     return frames

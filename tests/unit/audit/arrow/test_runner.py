@@ -11,6 +11,7 @@ from chunkraft.audit.catalog import RULES
 from chunkraft.audit.model import VIOLATION_COLUMNS, AuditReport
 from tests.support.audit_snapshots import (
     CORRUPTIONS,
+    OLD_TABLES,
     Scenario,
     clean_scenario,
     sorted_keys,
@@ -46,3 +47,15 @@ def test_corruption_fires_exactly_its_rows(rule_id: str, tmp_path: Path) -> None
     for row in result.sample:
         assert tuple(row) == VIOLATION_COLUMNS
         assert row["rule_id"] == rule_id and row["detail"]
+
+
+def test_exports_from_before_the_config_tables_are_audited_without_config_drift(
+        tmp_path: Path) -> None:
+    # The drift.config corruption, written as exports from before the config tables: nothing
+    # to compare, so nothing fires, and the other rules still run.
+    inputs = write_scenario(CORRUPTIONS["drift.config"](), tmp_path, old=True)
+    assert not set(OLD_TABLES) & {name for export in (inputs.snapshot, *inputs.broker_states)
+                                  for name in export.manifest.tables}
+    report = run_audit(inputs, CORRUPTIONS["drift.config"]().settings)
+    assert {r.rule_id: r.count for r in report.rules if r.count} == {}
+    assert all(r.skipped is None for r in report.rules)

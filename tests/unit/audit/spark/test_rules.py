@@ -4,6 +4,8 @@ input are skipped."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from chunkraft.audit.catalog import RULES
@@ -13,6 +15,7 @@ from tests.support.audit_snapshots import (
     CORRUPTIONS,
     sorted_keys,
     violation_key,
+    write_scenario,
 )
 from tests.unit.audit.conftest import ScenarioAudits
 
@@ -50,3 +53,15 @@ def test_a_corruption_fires_its_rule_with_exactly_its_rows(
     for row in result.sample:
         assert list(row) == list(VIOLATION_COLUMNS)
         assert row["rule_id"] == rule_id and row["detail"]
+
+
+def test_exports_from_before_the_config_tables_are_audited_without_config_drift(
+        scenario_audits: ScenarioAudits, tmp_path: Path) -> None:
+    from chunkraft.audit.spark.runner import run_audit
+
+    scenario = CORRUPTIONS["drift.config"]()
+    inputs = write_scenario(scenario, tmp_path, old=True)
+    assert "local_configs" not in inputs.broker_states[0].manifest.tables
+    report = run_audit(scenario_audits.spark, inputs, scenario.settings)
+    assert {r.rule_id: r.count for r in report.rules if r.count} == {}
+    assert all(r.skipped is None for r in report.rules)

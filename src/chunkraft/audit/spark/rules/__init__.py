@@ -13,7 +13,15 @@ from pyspark.sql import DataFrame
 
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.spark.context import Context
-from chunkraft.audit.spark.rules import drift, load, producer_ids, replicas, sequence, topics
+from chunkraft.audit.spark.rules import (
+    configs,
+    drift,
+    load,
+    producer_ids,
+    replicas,
+    sequence,
+    topics,
+)
 
 __all__ = ["all_rules"]
 
@@ -24,7 +32,7 @@ def all_rules(ctx: Context) -> tuple[DataFrame, list[DataFrame], dict[str, str]]
     others: list[DataFrame] = []
     skipped: dict[str, str] = {}
     covered = set(sequence.RULE_IDS)
-    for area in (replicas, topics, producer_ids, drift, load):
+    for area in (replicas, topics, producer_ids, drift, configs, load):
         for rule_id, found in area.rules(ctx).items():
             covered.add(rule_id)
             if isinstance(found, str):
