@@ -111,7 +111,11 @@ def operate(cluster: LocalCluster) -> tuple[int, int]:
         # so the move stays in progress: adding and removing replicas in the snapshot)
         _ok(client.create_chunks("payments", 1, broker_ids=[0, 1], start_offset=50,
                                  prev_end_offset=49, start_timestamp=now + 3, key=new_key()))
-        metadata = client.metadata()
+        # Read where the writes were acknowledged as applied: the leader (a follower the
+        # writes were forwarded through may not have applied the last one yet).
+        leader = cluster.leader_id()
+        assert leader is not None
+        metadata = client.metadata(url=cluster.nodes[leader].url)
     payments = next(t for t in metadata["topics"] if t["name"] == "payments")
     (chunk,) = payments["partitions"][1]["chunks"]
     target = [b for b in BROKERS if b not in chunk["replicas"]][:1] + chunk["replicas"][1:]
