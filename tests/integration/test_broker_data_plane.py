@@ -35,7 +35,7 @@ from chunkraft.protocol.data_plane import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
-from tests.support.brokers import broker_cluster, wait_until
+from tests.support.brokers import broker_cluster, run_everything, wait_until
 
 CONTROLLER_PROPERTIES = {
     # A killed broker is fenced (and its leaderships move) within seconds.
@@ -64,12 +64,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture
 def brokers(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """Every controller and broker running, ready and unfenced."""
-    cluster.start()
-    cluster.wait_ready(timeout=60)
-    for broker_id in cluster.broker_nodes:
-        cluster.start_broker(broker_id)
-    cluster.wait_brokers_ready(timeout=60)
-    yield cluster
+    yield run_everything(cluster)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from tests.support.brokers import (
     broker_cluster,
     broker_stats,
     controller_view,
+    run_everything,
     wait_same_image,
     wait_until,
 )
@@ -41,12 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture
 def brokers(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """The cluster with every controller and broker running, ready and unfenced."""
-    cluster.start()
-    cluster.wait_ready(timeout=60)
-    for broker_id in cluster.broker_nodes:
-        cluster.start_broker(broker_id)
-    cluster.wait_brokers_ready(timeout=60)
-    yield cluster
+    yield run_everything(cluster)
 
 
 def registrations(cluster: LocalCluster) -> dict[int, dict[str, Any]]:

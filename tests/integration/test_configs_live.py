@@ -21,7 +21,8 @@ from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
-from tests.support.brokers import API, broker_cluster, wait_until
+from chunkraft.records import TOPIC_RESOURCE
+from tests.support.brokers import API, broker_cluster, run_everything, wait_until
 
 CHECK_INTERVAL_MS = 500
 CONTROLLER_PROPERTIES = {
@@ -34,7 +35,6 @@ BROKER_PROPERTIES = {
     "broker.heartbeat.interval.ms": "500",
     "replica.lag.time.max.ms": "3000",
 }
-TOPIC_RESOURCE = 2
 SET, DELETE = 0, 1
 
 
@@ -49,12 +49,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture
 def brokers(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """Every controller and broker running, ready and unfenced."""
-    cluster.start()
-    cluster.wait_ready(timeout=60)
-    for broker_id in cluster.broker_nodes:
-        cluster.start_broker(broker_id)
-    cluster.wait_brokers_ready(timeout=60)
-    yield cluster
+    yield run_everything(cluster)
 
 
 @pytest.fixture

@@ -130,6 +130,17 @@ def wait_same_image(cluster: LocalCluster, broker_ids: list[int] | None = None,
     return matched
 
 
+def run_everything(cluster: LocalCluster, timeout: float = 60.0) -> LocalCluster:
+    """Starts whatever of ``cluster`` an earlier test left stopped and waits until every
+    controller is ready and every broker registered and unfenced; returns ``cluster``."""
+    cluster.start()
+    cluster.wait_ready(timeout=timeout)
+    for broker_id in cluster.broker_nodes:
+        cluster.start_broker(broker_id)
+    cluster.wait_brokers_ready(timeout=timeout)
+    return cluster
+
+
 def stop_everything(cluster: LocalCluster) -> None:
     """Stops the brokers (controlled shutdown while the quorum is up), then the controllers;
     SIGKILL for whatever did not stop. Only LocalCluster's own PIDs."""
