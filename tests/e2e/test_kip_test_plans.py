@@ -218,9 +218,18 @@ def test_console_producer_and_consumer(kit: Kit) -> None:
                          "key.separator=:", stdin=lines)
     assert produced.returncode == 0 and produced.stdout == "", produced.stderr
     kit.cut(topic, 1)
+    time.sleep(0.01)
+    after_the_cut = int(time.time() * 1000)  # every record before it is older
     produced = chunkraft("produce", *connection, "--transactional-id", "console-txn",
                          stdin="in-a-transaction\n")
     assert produced.returncode == 0, produced.stderr
+    # --from-timestamp: the first chunk (its successor started before the time) is skipped,
+    # the active chunk's leader answers ListOffsets.
+    recent = chunkraft("consume", *connection, "--from-timestamp", str(after_the_cut),
+                       "--isolation-level", "read_committed", "--timeout-ms", "3000",
+                       "--property", "print.offset=true", "print.broker=true")
+    assert recent.returncode == 0, recent.stderr
+    assert recent.stdout.splitlines() == ["Offset:20\tBroker:1\tin-a-transaction"]
     consumed = chunkraft("consume", *connection, "--from-beginning", "--timeout-ms", "5000",
                          "--isolation-level", "read_committed", "--property", "print.key=true",
                          "print.offset=true", "print.broker=true")

@@ -88,6 +88,8 @@ def local(cluster: LocalCluster, broker_id: int, topic: str, partition: int = 0
     answer = httpx.get(f"{cluster.broker_url(broker_id)}/broker/v1/local-replicas",
                        headers=cluster.headers, timeout=10)
     assert answer.status_code == 200, answer.text
+    # One form of the cluster id everywhere: Kafka's base64, as /broker/v1/status prints it.
+    assert answer.json()["cluster_id"] == cluster.cluster_id, answer.json()["cluster_id"]
     for row in answer.json()["partitions"]:
         if (row["topic"], row["partition"]) == (topic, partition):
             return dict(row)

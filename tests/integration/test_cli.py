@@ -224,12 +224,13 @@ def test_writes_through_a_follower_and_reading_them_back_there(cli: Cli) -> None
 def test_the_kips_create_file_asks_the_leader_brokers_which_do_not_answer(cli: Cli) -> None:
     path = cli.write("kip-create.json", KIP_CREATE)
     result = cli.run("chunks", "create", "--create-chunk-json-file", str(path))
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2
+    # Kafka's tools: the reasons, then the summary, all on standard error.
+    assert result.stdout == ""
+    lines = failed(result).splitlines()
+    assert len(lines) == 3
     assert lines[0].startswith("Error for partition topic1-0: LEADER_NOT_AVAILABLE: broker ")
     assert lines[1].startswith("Error for partition topic2-2: LEADER_NOT_AVAILABLE: broker ")
-    assert failed(result) == \
-        "Error while executing chunk command : 2 of 2 chunk creations failed\n"
+    assert lines[2] == "Error while executing chunk command : 2 of 2 chunk creations failed"
     # --dry-run validates the admin form on the controller without asking any broker
     assert ok(cli.run("chunks", "create", "--create-chunk-json-file", str(path),
                       "--dry-run")).splitlines() == [
@@ -331,10 +332,12 @@ def test_chunk_items_fail_one_by_one_and_dry_run_changes_nothing(cli: Cli) -> No
          "startOffset": 10, "prevEndOffset": 12}]}""")
     before = ok(cli.run("chunks", "describe", "--topic", "topic2"))
     dry = cli.run("chunks", "create", "--create-chunk-json-file", str(path), "--dry-run")
-    assert dry.stdout.splitlines()[0].endswith("is valid (dry run: nothing changed).")
-    assert dry.stdout.splitlines()[1].startswith(
-        "Error for partition no-such-topic-0: UNKNOWN_TOPIC_OR_PARTITION")
-    assert failed(dry) == "Error while executing chunk command : 1 of 2 chunk creations failed\n"
+    assert dry.stdout.splitlines() == [
+        "A new active chunk of partition topic2-0 on brokers 1,2,3 is valid (dry run: nothing "
+        "changed)."]
+    reason, summary = failed(dry).splitlines()
+    assert reason.startswith("Error for partition no-such-topic-0: UNKNOWN_TOPIC_OR_PARTITION")
+    assert summary == "Error while executing chunk command : 1 of 2 chunk creations failed"
     assert ok(cli.run("chunks", "describe", "--topic", "topic2")) == before
 
     result = cli.run("chunks", "create", "--create-chunk-json-file", str(path))
@@ -408,11 +411,11 @@ def test_an_unknown_chunk_and_topic(cli: Cli) -> None:
     path = cli.write("unknown-chunk.json", '{"chunks": [{"topic": "topic1", "partition": 0, '
                                            '"startOffset": 123456789, "replicas": [1, 2, 3]}]}')
     result = cli.run("chunks", "alter", "--alter-chunk-json-file", str(path), "--wait")
-    assert result.stdout == ("Error for chunk topic1-0 at offset 123456789: UNKNOWN_CHUNK: "
-                             "Partition topic1-0 has no inactive chunk that starts at offset "
-                             "123456789.\n")
-    assert failed(result) == \
-        "Error while executing chunk command : 1 of 1 chunk reassignments failed\n"
+    assert result.stdout == ""
+    assert failed(result) == (
+        "Error for chunk topic1-0 at offset 123456789: UNKNOWN_CHUNK: Partition topic1-0 has "
+        "no inactive chunk that starts at offset 123456789.\n"
+        "Error while executing chunk command : 1 of 1 chunk reassignments failed\n")
     assert failed(cli.run("chunks", "describe", "--topic", "no-such-topic")) == \
         ("Error while executing chunk command : UNKNOWN_TOPIC_OR_PARTITION: Topic "
          "'no-such-topic' does not exist as expected\n")

@@ -69,7 +69,9 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
                     await task
             await context.aclose()
 
-    app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan)
+    # No redirect for a trailing slash: a 307 would make clients send a write again.
+    app = FastAPI(title="chunkraft controller", version="1", lifespan=lifespan,
+                  redirect_slashes=False)
     app.state.context = context
     install_error_handlers(app)
     # Middleware runs outermost-last-added: metrics see every answer, 401s included; the RPC's

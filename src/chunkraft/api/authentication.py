@@ -28,7 +28,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from fastapi import FastAPI, Request
 
@@ -38,6 +38,7 @@ from chunkraft.security.principal import ANONYMOUS, ANONYMOUS_NAME, Principal
 
 __all__ = [
     "EXEMPT_PATHS",
+    "ORIGIN_HEADER",
     "PRINCIPAL_HEADER",
     "PRINCIPAL_HOST_HEADER",
     "SIGNATURE_HEADER",
@@ -58,12 +59,16 @@ EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs",
 PRINCIPAL_HEADER = "X-Chunkraft-Principal"
 PRINCIPAL_HOST_HEADER = "X-Chunkraft-Principal-Host"
 SIGNATURE_HEADER = "X-Chunkraft-Principal-Signature"
+ORIGIN_HEADER = "X-Chunkraft-Forwarded-Origin"
+"""``scheme://host:port`` of the controller a forwarded request was sent to: the leader answers
+with the links (``self``, ``next``, related) of that controller, as if it had answered there."""
 
 _AUTHORIZATION = b"authorization"
 _PRINCIPAL = PRINCIPAL_HEADER.lower().encode()
 _PRINCIPAL_HOST = PRINCIPAL_HOST_HEADER.lower().encode()
 _SIGNATURE = SIGNATURE_HEADER.lower().encode()
 _IDEMPOTENCY_KEY = b"idempotency-key"
+_ORIGIN = ORIGIN_HEADER.lower().encode()
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -252,7 +257,25 @@ class AuthenticationMiddleware:
         except AuthenticationFailed as failure:
             await _unauthorized(send, failure)
             return
+        adopt_forwarded_origin(scope)
         await self.app(scope, receive, send)
+
+
+def adopt_forwarded_origin(scope: Scope) -> None:
+    """For a request another controller forwarded (signed: it authenticated), the scheme and
+    host the client used there, so every URL the answer names is that controller's."""
+    headers = scope["headers"]
+    if not any(name == _PRINCIPAL for name, _ in headers):
+        return  # not forwarded: the signature of a forwarded principal was checked above
+    origin = next((value for name, value in headers if name == _ORIGIN), None)
+    if origin is None:
+        return
+    parts = urlsplit(origin.decode("latin-1"))
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+        return
+    scope["scheme"] = parts.scheme
+    scope["headers"] = [(name, value) for name, value in headers if name != b"host"]
+    scope["headers"].append((b"host", parts.netloc.encode("latin-1")))
 
 
 async def _unauthorized(send: Send, failure: AuthenticationFailed) -> None:

@@ -7,15 +7,20 @@ only what fails the whole request becomes an HTTP status here. The body is alway
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
 
 from chunkraft.error_codes import ApiException, Errors
 
 __all__ = [
     "ErrorBody",
+    "allowed_methods",
     "error_response",
     "http_status_of",
     "install_error_handlers",
@@ -67,6 +72,20 @@ def validation_message(error: ValidationError | RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method the OpenAPI document declares at ``path`` (HEAD with GET), sorted."""
+    table: list[tuple[re.Pattern[str], set[str]]] | None = getattr(app.state, "route_table",
+                                                                    None)
+    if table is None:
+        table = [(compile_path(template)[0], {method.upper() for method in operations})
+                 for template, operations in app.openapi().get("paths", {}).items()]
+        app.state.route_table = table
+    methods = set().union(*(found for pattern, found in table if pattern.match(path)))
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_exception(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiException)
@@ -76,6 +95,23 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError | ValidationError)
         return error_response(Errors.INVALID_REQUEST, validation_message(exc), 400)
 
+    async def on_http_exception(request: Request, exc: Exception) -> JSONResponse:
+        """The router's own refusals in the ErrorBody shape: 404 for a path no route serves
+        (a trailing slash included: never redirected, so no write is ever sent twice), 405
+        with ``Allow`` naming every method the path serves."""
+        assert isinstance(exc, HTTPException)
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 405:
+            allowed = allowed_methods(app, request.url.path)
+            answer = error_response(Errors.INVALID_REQUEST, f"{where}: method not allowed; "
+                                    f"allowed: {', '.join(allowed)}", 405)
+            answer.headers["Allow"] = ", ".join(allowed)
+            return answer
+        if exc.status_code == 404:
+            return error_response(Errors.INVALID_REQUEST, f"{where}: no such route", 404)
+        return error_response(Errors.INVALID_REQUEST, str(exc.detail), exc.status_code)
+
+    app.add_exception_handler(HTTPException, on_http_exception)
     app.add_exception_handler(ApiException, on_api_exception)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(ValidationError, on_validation)

@@ -8,7 +8,9 @@ forwarding again, so requests never bounce between nodes.
 The client's credentials are not passed on: the follower authenticated the request, and sends
 the principal in ``X-Chunkraft-Principal`` (and its host in ``X-Chunkraft-Principal-Host``)
 signed with the controllers' forwarding key, so the leader authorizes the write as that
-principal whether it came with a token or a client certificate the leader never saw.
+principal whether it came with a token or a client certificate the leader never saw. It also
+sends its own origin (``X-Chunkraft-Forwarded-Origin``), so the links of the leader's answer
+(``self``, ``next``, related resources) name the controller the client asked.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import httpx
 from fastapi import Request, Response
 
 from chunkraft.api.authentication import (
+    ORIGIN_HEADER,
     PRINCIPAL_HEADER,
     PRINCIPAL_HOST_HEADER,
     SIGNATURE_HEADER,
@@ -72,6 +75,7 @@ async def forward_to_leader(
     principal = principal_of(request)
     headers[PRINCIPAL_HEADER] = quote(principal.name, safe="")  # a CN may be any Unicode
     headers[PRINCIPAL_HOST_HEADER] = quote(principal.host, safe="")
+    headers[ORIGIN_HEADER] = str(request.base_url).rstrip("/")  # the answer's links name us
     headers[SIGNATURE_HEADER] = sign_principal(context.forwarding_key, principal, key.hex(),
                                                request.scope["path"])
     # The path as decoded, encoded again: a path parameter may hold any character (a config

@@ -146,7 +146,9 @@ async def _prologue(request: Request, body: bytes) -> Response | QuorumMembershi
 
 
 @router.post("/quorum/voters", summary="Add a controller to the quorum (ALTER on the cluster)",
-             response_model=VoterChangeResponse, responses=_RESPONSES)
+             response_model=VoterChangeResponse, responses=_RESPONSES,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": AddControllerRequest.model_json_schema()}}}})
 async def add_controller(request: Request) -> Response:
     context: ControllerContext = request.app.state.context
     body = await read_request_body(request)
@@ -154,9 +156,15 @@ async def add_controller(request: Request) -> Response:
         return body
     try:
         parsed = AddControllerRequest.model_validate_json(body or b"{}")
-        url = check_http_url(parsed.http_url)
     except ValidationError as error:
         return error_response(Errors.INVALID_REQUEST, validation_message(error), 400)
+    # The URL's finer rules (no path, a port in range) once the caller may add at all: what
+    # the schema cannot say is refused only to those who may ask.
+    refusal = cluster_refusal(context, principal_of(request), AclOperation.ALTER)
+    if refusal is not None:
+        return refusal
+    try:
+        url = check_http_url(parsed.http_url)
     except ValueError as error:
         return error_response(Errors.INVALID_REQUEST, str(error), 400)
     membership = await _prologue(request, body)

@@ -28,6 +28,7 @@ from chunkraft.api.forwarding import (
     forward_to_leader,
 )
 from chunkraft.api.limits import RequestLimits, count_problem, read_bounded_body
+from chunkraft.api.parameters import MinOffset, WaitMs
 from chunkraft.api.request_counts import counts_of
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.raft.entry import IDEMPOTENCY_KEY_SIZE
@@ -244,7 +245,8 @@ def add_read_route(
 ) -> None:
     """Adds ``POST path?min_offset=N`` answering from this node's committed image."""
 
-    async def handler(request: Request, min_offset: int = -1, wait_ms: int = 5000) -> Response:
+    async def handler(request: Request, min_offset: MinOffset = -1,
+                      wait_ms: WaitMs = 5000) -> Response:
         context: ControllerContext = request.app.state.context
         body = await _read_body(request)
         if isinstance(body, Response):

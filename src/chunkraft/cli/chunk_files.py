@@ -18,15 +18,22 @@ Alter-chunk file (one item per inactive chunk to move)::
 
 with an optional ``chunkEpoch`` (the move is refused if the chunk's epoch changed since).
 
+Both files may carry ``"version": 1`` at the top (the JSON integer 1, as in Kafka's
+reassignment files): the only version there is; any other value, or ``"1"`` as a string, is
+refused, naming what was given.
+
 The readers turn a file into REST v3 items (snake_case) and refuse anything else with a message
 naming the file, the item and the key: an unknown key, a wrong type, a missing field, an empty
-list. A ``"version": 1`` key is accepted at the top, as in Kafka's reassignment files. The file
-itself is read by :func:`chunkraft.cli.input_files.read_input_json` (size, encoding and nesting
-bounds: no file gives a traceback).
+list, a value out of what the controller accepts (a partition or broker id over 2^31 - 1, an
+offset over 2^63 - 1 - 2^31, ...), checked here first so that even a ``--dry-run`` names the
+file and the key. The file itself is read by
+:func:`chunkraft.cli.input_files.read_input_json` (size, encoding and nesting bounds: no file
+gives a traceback).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +52,15 @@ __all__ = [
 
 MAX_ITEMS = 1000
 """Items one request may carry (the REST API's batch bound)."""
+INT32_MAX = 2**31 - 1
+"""The largest partition id, broker id, leader and chunk epoch (Kafka's INT32)."""
+INT64_MAX = 2**63 - 1
+MAX_CHUNK_OFFSET = 2**63 - 1 - 2**31
+"""The largest chunk offset the controller accepts (docs/api.md, Limits: room for one whole
+record batch before the log end passes INT64)."""
+_MAXIMUM = {"leader": INT32_MAX, "prevStopOffset": MAX_CHUNK_OFFSET,
+            "prevEndOffset": MAX_CHUNK_OFFSET, "startOffset": MAX_CHUNK_OFFSET,
+            "startTimestamp": INT64_MAX, "chunkEpoch": INT32_MAX, "partition": INT32_MAX}
 
 _CREATE_OPTIONAL = {"leader": "leader", "prevStopOffset": "prev_stop_offset",
                     "prevEndOffset": "prev_end_offset", "startOffset": "start_offset",
@@ -110,8 +126,11 @@ def _items(document: Any, key: str, source: str) -> list[dict[str, Any]]:
     if unknown:
         raise ToolError(f"{source}: unknown key {', '.join(map(repr, unknown))} at the top "
                         f'(expected "{key}")')
-    if "version" in document and document["version"] != 1:
-        raise ToolError(f"{source}: unsupported version {document['version']!r} (expected 1)")
+    if "version" in document and not (_is_int(document["version"])
+                                       and document["version"] == 1):
+        version = document["version"]
+        raise ToolError(f"{source}: unsupported version {json.dumps(version)} "
+                        f"({_json_type(version)}; expected the integer 1)")
     items = document.get(key)
     if not isinstance(items, list):
         raise ToolError(f'{source}: "{key}" must be a list' if key in document
@@ -153,6 +172,9 @@ def _common(raw: dict[str, Any], where: str, optional: set[str]) -> dict[str, An
             raise KafkaRefusal("INVALID_REPLICA_ASSIGNMENT",
                                f'{where}: "replicas" must hold broker ids (integers >= 0), '
                                f"not {broker!r}")
+        if broker > INT32_MAX:
+            raise KafkaRefusal("INVALID_REQUEST", f'{where}: "replicas" holds {broker}, over '
+                               f"the largest broker id, {INT32_MAX}")
         brokers.append(broker)
     if len(set(brokers)) != len(brokers):
         raise KafkaRefusal("INVALID_REPLICA_ASSIGNMENT",
@@ -164,8 +186,29 @@ def _integer(raw: dict[str, Any], key: str, where: str, *, minimum: int) -> int:
     value = raw[key]
     if not _is_int(value) or value < minimum:
         raise ToolError(f'{where}: "{key}" must be an integer >= {minimum}, not {value!r}')
+    maximum = _MAXIMUM[key]
+    if value > maximum:
+        # The controller would refuse the whole request (400 INVALID_REQUEST); say so here,
+        # naming the file and the key, before anything is sent.
+        raise KafkaRefusal("INVALID_REQUEST",
+                           f'{where}: "{key}" is {value}, over its largest value {maximum}')
     result: int = value
     return result
+
+
+def _json_type(value: Any) -> str:
+    """``value``'s JSON type, as a user reads it: "a string", "an integer"..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if _is_int(value):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _is_int(value: Any) -> bool:

@@ -6,8 +6,9 @@ draws a progress bar on stderr until every move has completed (bounded by ``--ti
 ``describe [--topic T [--partition P]]`` lists chunks. ``--dry-run`` validates and changes
 nothing. The files are exactly the KIP's examples (see :mod:`chunkraft.cli.chunk_files`).
 
-Each item's outcome is one line; a failed item shows its Kafka error name and message, and
-the command then exits 1.
+Each item's outcome is one line: a done item on standard output; a failed item, with its Kafka
+error name and message, on standard error, and once every item is reported the command says
+how many failed (on standard error too, after the reasons) and exits 1, as Kafka's tools do.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _alter(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, action: str, items: list[dict[str, Any]],
             results: list[dict[str, Any]]) -> None:
-    """One line per item (or the results as JSON)."""
+    """One line per item, a failed one on standard error (or the results as JSON)."""
     if len(results) != len(items):
         raise ToolError(f"the controller answered {len(results)} results for "
                         f"{len(items)} items")
@@ -140,11 +141,14 @@ def _report(args: argparse.Namespace, action: str, items: list[dict[str, Any]],
         print_json(results)
     else:
         for item, result in zip(items, results, strict=True):
-            print(format_result(action, item, result, dry_run=args.dry_run), flush=True)
+            stream = sys.stderr if result.get("error_code") else sys.stdout
+            print(format_result(action, item, result, dry_run=args.dry_run), file=stream,
+                  flush=True)
 
 
 def _status(action: str, results: list[dict[str, Any]]) -> int:
-    """0, or ToolError saying how many items failed (their lines said why)."""
+    """0, or ToolError saying how many items failed (their lines, on standard error before
+    it, said why)."""
     failed = sum(1 for result in results if result.get("error_code"))
     if failed:
         noun = "chunk creations" if action == "create" else "chunk reassignments"

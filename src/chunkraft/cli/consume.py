@@ -7,6 +7,11 @@ in-sync replica, the active one from its leader; KIP-253's ordering across an ex
 Where to read: ``--group G`` subscribes to ``--topic`` as a member of group G (offsets
 committed after each printed batch); without a group every partition of the topic is assigned.
 ``--partition P`` reads that partition only, from ``--offset`` (earliest, latest or a number).
+``--from-timestamp T`` (epoch milliseconds, or ISO-8601 such as ``2026-11-28T06:00:00Z``; UTC
+without a zone) starts each partition read (all of them, or ``--partition``'s) at its first
+record at or after T: the Consumer's ``seek_to_timestamp``, which skips the chunks whose
+successor started before T (their StartTimestamp) and asks a replica of the others
+(ListOffsets).
 ``--key-range LO-HI`` (repeatable, with ``--partition``) reads only the records whose murmur2
 key hash (0 .. 2^31-1) is within [LO, HI] (the key-range fetch proposal); with ``--group``
 the committed offsets are per range. ``--from-beginning`` starts where there is no committed
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +62,7 @@ __all__ = [
     "build_parser",
     "parse_key_range",
     "parse_offset",
+    "parse_timestamp",
     "register",
     "run",
 ]
@@ -99,6 +106,9 @@ def build_parser() -> ToolParser:
     parser.add_argument("--offset", type=parse_offset, metavar="{earliest,latest,N}",
                         help="with --partition: where to start (default: latest, or earliest "
                              "with --from-beginning)")
+    parser.add_argument("--from-timestamp", type=parse_timestamp, metavar="T",
+                        help="start at the first record at or after T: epoch milliseconds or "
+                             "ISO-8601 (2026-11-28T06:00:00Z; UTC without a zone)")
     parser.add_argument("--key-range", type=parse_key_range, action="append", default=[],
                         metavar="LO-HI",
                         help="with --partition: only keys whose murmur2 hash is within "
@@ -133,6 +143,27 @@ def parse_offset(text: str) -> int | str:
     if offset < 0:
         raise argparse.ArgumentTypeError(f"an offset is at least 0, got {offset}")
     return offset
+
+
+def parse_timestamp(text: str) -> int:
+    """An argparse type: epoch milliseconds (``1795845600000``) or an ISO-8601 date and time
+    (``2026-11-28T06:00:00Z``, ``2026-11-28 07:00:00+01:00``; UTC when no zone is given) ->
+    epoch milliseconds."""
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected epoch milliseconds or an ISO-8601 time such as 2026-11-28T06:00:00Z, "
+            f"got {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    milliseconds = int(moment.timestamp() * 1000)
+    if milliseconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is before 1970")
+    return milliseconds
 
 
 def parse_key_range(text: str) -> tuple[int, int]:
@@ -217,6 +248,7 @@ class Plan:
     partition: int | None
     offset: int | str | None
     ranges: tuple[tuple[int, int], ...]
+    timestamp: int | None = None
 
 
 def plan_of(parser: ToolParser, args: argparse.Namespace) -> Plan:
@@ -230,6 +262,13 @@ def plan_of(parser: ToolParser, args: argparse.Namespace) -> Plan:
     if args.offset is not None and args.from_beginning:
         usage_error(parser, "Options --from-beginning and --offset cannot be specified "
                             "together.")
+    if args.from_timestamp is not None:
+        if args.offset is not None or args.from_beginning:
+            usage_error(parser, "--from-timestamp cannot be used with --offset or "
+                                "--from-beginning")
+        if args.group is not None and args.partition is None:
+            usage_error(parser, "--from-timestamp with --group needs --partition (a group "
+                                "member's partitions are only known once it has joined)")
     if args.max_messages is not None and args.max_messages < 1:
         usage_error(parser, "--max-messages must be at least 1")
     if args.timeout_ms is not None and args.timeout_ms < 0:
@@ -239,7 +278,7 @@ def plan_of(parser: ToolParser, args: argparse.Namespace) -> Plan:
         if lo_b <= hi_a:
             usage_error(parser, f"--key-range {lo_a}-{hi_a} and {lo_b}-{hi_b} overlap")
     subscribe = args.group is not None and args.partition is None
-    return Plan(subscribe, args.partition, args.offset, ranges)
+    return Plan(subscribe, args.partition, args.offset, ranges, args.from_timestamp)
 
 
 def run(parser: ToolParser, args: argparse.Namespace, out: TextIO | None = None,
@@ -322,6 +361,9 @@ def _start(consumer: Any, topic: str, plan: Plan) -> None:
             raise KafkaRefusal("UNKNOWN_TOPIC_OR_PARTITION",
                                f"Topic '{topic}' does not exist or has no partitions")
         consumer.assign([(topic, p) for p in sorted(partitions)])
+        if plan.timestamp is not None:
+            for partition in sorted(partitions):
+                consumer.seek_to_timestamp((topic, partition), plan.timestamp)
         return
     tp = (topic, plan.partition)
     if plan.ranges:
@@ -334,6 +376,8 @@ def _start(consumer: Any, topic: str, plan: Plan) -> None:
         consumer.seek_to_end([tp])  # over a group's committed offset too, as Kafka's tool
     elif isinstance(plan.offset, int):
         consumer.seek(tp, plan.offset)
+    elif plan.timestamp is not None:
+        consumer.seek_to_timestamp(tp, plan.timestamp)
 
 
 def _commit_printed(consumer: Any, records: Sequence[Any], plan: Plan,

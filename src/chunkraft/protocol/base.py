@@ -10,11 +10,12 @@ message's schema to keep it that way.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
-__all__ = ["Int8", "Int16", "Int32", "Int64", "Message", "StrictBool", "StrictInt"]
+__all__ = ["Int8", "Int16", "Int32", "Int64", "Message", "StrictBool", "StrictInt",
+           "exactly_one_of"]
 
 StrictBool = Annotated[bool, Strict()]
 """A JSON ``true`` or ``false``, nothing else."""
@@ -28,6 +29,13 @@ Int32 = Annotated[int, Strict(), Field(ge=-(2**31), le=2**31 - 1)]
 """Kafka's INT32."""
 Int64 = Annotated[int, Strict(), Field(ge=-(2**63), le=2**63 - 1)]
 """Kafka's INT64."""
+
+
+def exactly_one_of(*fields: str) -> dict[str, Any]:
+    """A model's ``json_schema_extra``: exactly one of ``fields`` is given, not null (what a
+    model validator checks, stated in the schema so that the OpenAPI document says it)."""
+    return {"oneOf": [{"required": [field], "properties": {field: {"not": {"type": "null"}}}}
+                      for field in fields]}
 
 
 class Message(BaseModel):

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from typing import Annotated, Self
 
-from pydantic import Field, Strict, model_validator
+from pydantic import ConfigDict, Field, Strict, model_validator
 
-from chunkraft.protocol.base import Int16, Int32, Int64, Message, StrictBool, StrictInt
+from chunkraft.protocol.base import (
+    Int16,
+    Int32,
+    Int64,
+    Message,
+    StrictBool,
+    StrictInt,
+    exactly_one_of,
+)
 
 __all__ = [
     "AlterPartitionBrokerState",
@@ -138,6 +146,9 @@ class AlterPartitionPartitionData(Message):
     Exactly one of ``new_isr`` (plain broker ids) and ``new_isr_with_epochs`` (KIP-841) is given.
     """
 
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              json_schema_extra=exactly_one_of("new_isr", "new_isr_with_epochs"))
+
     partition_index: Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
     leader_epoch: Int32
     new_isr: tuple[Int32, ...] | None = None
@@ -162,6 +173,9 @@ class AlterPartitionPartitionData(Message):
 
 class AlterPartitionTopicData(Message):
     """The partitions of one topic, named by ``topic_id`` (preferred) or ``topic_name``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              json_schema_extra=exactly_one_of("topic_id", "topic_name"))
 
     topic_id: str | None = None
     topic_name: str | None = None

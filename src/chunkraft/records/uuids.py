@@ -14,7 +14,7 @@ import uuid
 
 from chunkraft.random_bytes import random_bytes
 
-__all__ = ["kafka_uuid_str", "parse_kafka_uuid", "random_kafka_uuid"]
+__all__ = ["kafka_uuid_str", "kafka_uuid_text", "parse_kafka_uuid", "random_kafka_uuid"]
 
 # Kafka decodes with Java's URL-safe decoder, which refuses '+' and '/' (Python's accepts them).
 _KAFKA_FORM = re.compile(r"[A-Za-z0-9_-]{22}")
@@ -23,6 +23,18 @@ _KAFKA_FORM = re.compile(r"[A-Za-z0-9_-]{22}")
 def kafka_uuid_str(value: uuid.UUID) -> str:
     """``uuid.UUID`` -> Kafka's 22-character base64 form."""
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def kafka_uuid_text(value: object) -> str:
+    """A uuid (a ``uuid.UUID``, or its hex or base64 text) in Kafka's base64 form, as every
+    chunkraft answer prints a cluster id; other text as it is."""
+    if isinstance(value, uuid.UUID):
+        return kafka_uuid_str(value)
+    text = str(value)
+    try:
+        return kafka_uuid_str(parse_kafka_uuid(text))
+    except ValueError:
+        return text
 
 
 def parse_kafka_uuid(text: str) -> uuid.UUID:

@@ -17,6 +17,7 @@ from chunkraft.cli.chunk_files import (
     read_alter_chunk_file,
     read_create_chunk_file,
 )
+from chunkraft.cli.errors import KafkaRefusal
 from chunkraft.cli.output import ToolError
 from tests.support.kip1114_files import KIP_ALTER, KIP_CREATE
 
@@ -104,6 +105,60 @@ def test_create_mistakes_name_the_item_and_key(document: Any, message: str) -> N
 def test_alter_mistakes_name_the_item_and_key(document: Any, message: str) -> None:
     with pytest.raises(ToolError, match=re.escape(message)):
         parse_alter_chunks(document, "f.json")
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    ("1", 'unsupported version "1" (a string; expected the integer 1)'),
+    (2, "unsupported version 2 (an integer; expected the integer 1)"),
+    (1.5, "unsupported version 1.5 (a number with a fraction; expected the integer 1)"),
+    (True, "unsupported version true (a boolean; expected the integer 1)"),
+    (None, "unsupported version null (null; expected the integer 1)"),
+])
+def test_a_version_other_than_the_integer_1_names_what_was_given(version: Any,
+                                                                 message: str) -> None:
+    item = {"topic": "t", "partition": 0, "replicas": [1]}
+    with pytest.raises(ToolError, match=re.escape(f"f.json: {message}")):
+        parse_create_chunks({"version": version, "partitions": [item]}, "f.json")
+    with pytest.raises(ToolError, match=re.escape(f"f.json: {message}")):
+        parse_alter_chunks({"version": version, "chunks": [{**item, "startOffset": 0}]},
+                           "f.json")
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"replicas": [1, 2**31]}, '"replicas" holds 2147483648, over the largest broker id, '
+     "2147483647"),
+    ({"partition": 2**31}, '"partition" is 2147483648, over its largest value 2147483647'),
+    ({"leader": 2**31}, '"leader" is 2147483648, over its largest value 2147483647'),
+    ({"startOffset": 2**63 - 2**31, "prevEndOffset": 5},
+     '"startOffset" is 9223372034707292160, over its largest value 9223372034707292159'),
+    ({"startOffset": 10, "prevEndOffset": 2**63},
+     '"prevEndOffset" is 9223372036854775808, over its largest value 9223372034707292159'),
+    ({"startOffset": 10, "prevEndOffset": 12, "startTimestamp": 2**63},
+     '"startTimestamp" is 9223372036854775808, over its largest value 9223372036854775807'),
+])
+def test_values_the_controller_would_refuse_are_refused_naming_the_file_and_key(
+        fields: dict[str, Any], message: str) -> None:
+    item = {"topic": "t", "partition": 0, "replicas": [1], **fields}
+    with pytest.raises(KafkaRefusal) as refused:
+        parse_create_chunks({"partitions": [{"topic": "ok", "partition": 0, "replicas": [1]},
+                                            item]}, "cut.json")
+    assert refused.value.error_name == "INVALID_REQUEST"
+    assert str(refused.value) == f"INVALID_REQUEST: cut.json: partitions[1]: {message}"
+
+
+def test_the_largest_accepted_values_pass() -> None:
+    (item,) = parse_create_chunks({"partitions": [{
+        "topic": "t", "partition": 2**31 - 1, "replicas": [2**31 - 1], "leader": 2**31 - 1,
+        "startOffset": 2**63 - 1 - 2**31, "prevEndOffset": 2**63 - 1 - 2**31,
+        "startTimestamp": 2**63 - 1}]}, "f.json")
+    assert item["start_offset"] == 2**63 - 1 - 2**31
+    (moved,) = parse_alter_chunks({"chunks": [{
+        "topic": "t", "partition": 0, "replicas": [1], "startOffset": 2**63 - 1 - 2**31,
+        "chunkEpoch": 2**31 - 1}]}, "f.json")
+    assert moved["chunk_epoch"] == 2**31 - 1
+    with pytest.raises(KafkaRefusal, match='"chunkEpoch" is 2147483648'):
+        parse_alter_chunks({"chunks": [{"topic": "t", "partition": 0, "replicas": [1],
+                                        "startOffset": 0, "chunkEpoch": 2**31}]}, "f.json")
 
 
 def test_too_many_items_are_refused_before_sending() -> None:

@@ -15,6 +15,7 @@ from chunkraft.cli.consume import (
     build_parser,
     parse_key_range,
     parse_offset,
+    parse_timestamp,
     run,
 )
 from chunkraft.cli.main import main
@@ -132,6 +133,11 @@ def test_parsers() -> None:
     (["--key-range", "0-5"], "--key-range needs --partition"),
     (["--partition", "0", "--offset", "1", "--from-beginning"], "cannot be specified"),
     (["--partition", "0", "--key-range", "0-10", "--key-range", "5-20"], "overlap"),
+    (["--from-timestamp", "5", "--from-beginning"], "--from-timestamp cannot be used with"),
+    (["--partition", "0", "--offset", "1", "--from-timestamp", "5"],
+     "--from-timestamp cannot be used with"),
+    (["--group", "g", "--from-timestamp", "5"], "--from-timestamp with --group needs"),
+    (["--from-timestamp", "yesterday"], "expected epoch milliseconds or an ISO-8601 time"),
 ])
 def test_usage_mistakes_exit_1(words: list[str], message: str,
                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,3 +179,25 @@ def test_an_unknown_topic_is_an_error_without_a_total(capsys: pytest.CaptureFixt
     assert capsys.readouterr().err == ("Error while executing consume command : "
                                        "UNKNOWN_TOPIC_OR_PARTITION: Topic 'nope' does not "
                                        "exist or has no partitions\n")
+
+
+def test_timestamps_are_epoch_milliseconds_or_iso_8601() -> None:
+    assert parse_timestamp("1795845600000") == 1795845600000
+    assert parse_timestamp("2026-11-28T06:00:00Z") == 1795845600000
+    assert parse_timestamp("2026-11-28T06:00:00") == 1795845600000  # UTC without a zone
+    assert parse_timestamp("2026-11-28 07:00:00.250+01:00") == 1795845600250
+    for bad in ("", "-5", "1969-12-31T00:00:00Z", "28/11/2026"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_timestamp(bad)
+
+
+def test_from_timestamp_seeks_each_partition_read() -> None:
+    _, consumer = consume(["--from-timestamp", "2026-11-28T06:00:00Z", "--timeout-ms", "0"],
+                          [])
+    assert consumer.calls[:3] == [("assign", [("t", 0), ("t", 1)]),
+                                  ("seek_to_timestamp", ("t", 0), 1795845600000),
+                                  ("seek_to_timestamp", ("t", 1), 1795845600000)]
+    _, consumer = consume(["--partition", "1", "--group", "g", "--from-timestamp", "42",
+                           "--max-messages", "1", "--timeout-ms", "0"], [])
+    assert consumer.calls[:2] == [("assign", [("t", 1)]), ("seek_to_timestamp", ("t", 1), 42)]
+    assert consumer.options["group_id"] == "g"

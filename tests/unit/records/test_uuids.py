@@ -6,7 +6,12 @@ import uuid
 
 import pytest
 
-from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid, random_kafka_uuid
+from chunkraft.records.uuids import (
+    kafka_uuid_str,
+    kafka_uuid_text,
+    parse_kafka_uuid,
+    random_kafka_uuid,
+)
 
 # Kafka prints Uuid.ZERO_UUID as "AAAAAAAAAAAAAAAAAAAAAA" and Uuid.METADATA_TOPIC_ID (1) as
 # "AAAAAAAAAAAAAAAAAAAAAQ".
@@ -70,3 +75,12 @@ def test_random_uuids_avoid_zero_and_a_leading_dash() -> None:
     for value in values:
         assert value != uuid.UUID(int=0)
         assert not kafka_uuid_str(value).startswith("-")
+
+
+def test_kafka_uuid_text_prints_every_form_of_a_uuid_as_kafka_does() -> None:
+    value = uuid.UUID("5b7f9c3e-0d1a-4c2b-9e8f-112233445566")
+    kafka = kafka_uuid_str(value)
+    assert kafka_uuid_text(value) == kafka
+    assert kafka_uuid_text(str(value)) == kafka
+    assert kafka_uuid_text(kafka) == kafka
+    assert kafka_uuid_text("not a uuid") == "not a uuid"

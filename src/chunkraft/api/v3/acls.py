@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.authentication import principal_of
 from chunkraft.api.errors import error_response
+from chunkraft.api.parameters import MinOffset, WaitMs
 from chunkraft.api.rpc import execute_write
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
@@ -108,7 +109,7 @@ async def list_acls(request: Request, cluster_id: str,
                     principal: str | None = None, host: str | None = None,
                     operation: AclOperationName | None = None,
                     permission: AclPermissionName | None = None,
-                    min_offset: int = -1, wait_ms: int = 5000) -> Response:
+                    min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     image = await read_image(request, cluster_id, min_offset, wait_ms)
     if isinstance(image, Response):
         return image

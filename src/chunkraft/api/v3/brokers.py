@@ -10,6 +10,7 @@ import json
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.errors import error_response
+from chunkraft.api.parameters import BrokerIdPath, MinOffset, PageSize, PageToken, WaitMs
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
@@ -29,9 +30,9 @@ router = APIRouter(tags=["v3 brokers"])
 
 @router.get("/clusters/{cluster_id}/brokers", summary="Registered brokers, by id",
             response_model=None, responses={200: {"model": KafkaBrokerList}, **ERROR_RESPONSES})
-async def list_brokers(request: Request, cluster_id: str, min_offset: int = -1,
-                       wait_ms: int = 5000, page_size: int = DEFAULT_PAGE_SIZE,
-                       page_token: str | None = None) -> Response:
+async def list_brokers(request: Request, cluster_id: str, min_offset: MinOffset = -1,
+                       wait_ms: WaitMs = 5000, page_size: PageSize = DEFAULT_PAGE_SIZE,
+                       page_token: PageToken = None) -> Response:
     image = await read_image(request, cluster_id, min_offset, wait_ms)
     if isinstance(image, Response):
         return image
@@ -48,8 +49,8 @@ async def list_brokers(request: Request, cluster_id: str, min_offset: int = -1,
 
 @router.get("/clusters/{cluster_id}/brokers/{broker_id}", summary="One registered broker",
             response_model=None, responses={200: {"model": KafkaBroker}, **ERROR_RESPONSES})
-async def get_broker(request: Request, cluster_id: str, broker_id: int, min_offset: int = -1,
-                     wait_ms: int = 5000) -> Response:
+async def get_broker(request: Request, cluster_id: str, broker_id: BrokerIdPath,
+                     min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     image = await read_image(request, cluster_id, min_offset, wait_ms)
     if isinstance(image, Response):
         return image

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from chunkraft.api.parameters import MinOffset, WaitMs
 from chunkraft.api.rpc import committed_image
 from chunkraft.api.v3.common import ERROR_RESPONSES, Links, context_of, json_answer, read_image
 from chunkraft.api.v3.encoding import list_json
@@ -42,7 +43,7 @@ def _cluster(request: Request, offset: int | None) -> dict[str, Any]:
 @router.get("/clusters", summary="The cluster this quorum serves (a list of one)",
             response_model=None,
             responses={200: {"model": KafkaClusterList}, **ERROR_RESPONSES})
-async def list_clusters(request: Request, min_offset: int = -1, wait_ms: int = 5000
+async def list_clusters(request: Request, min_offset: MinOffset = -1, wait_ms: WaitMs = 5000
                         ) -> Response:
     image = await committed_image(request, min_offset, wait_ms)
     if isinstance(image, Response):
@@ -55,8 +56,8 @@ async def list_clusters(request: Request, min_offset: int = -1, wait_ms: int = 5
 @router.get("/clusters/{cluster_id}", summary="The cluster: its id, the controller leader, "
             "links to brokers, topics and ACLs", response_model=None,
             responses={200: {"model": KafkaCluster}, **ERROR_RESPONSES})
-async def get_cluster(request: Request, cluster_id: str, min_offset: int = -1,
-                      wait_ms: int = 5000) -> Response:
+async def get_cluster(request: Request, cluster_id: str, min_offset: MinOffset = -1,
+                      wait_ms: WaitMs = 5000) -> Response:
     image = await read_image(request, cluster_id, min_offset, wait_ms)
     if isinstance(image, Response):
         return image

@@ -25,6 +25,7 @@ from chunkraft.api.authentication import principal_of
 from chunkraft.api.config_access import config_refusal
 from chunkraft.api.errors import error_response
 from chunkraft.api.forwarding import OFFSET_HEADER
+from chunkraft.api.parameters import MinOffset, TopicNamePath, WaitMs
 from chunkraft.api.rpc import committed_image, execute_write
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
@@ -100,7 +101,7 @@ class _Target:
         }
 
 
-def _topic(request: Request, cluster_id: str, topic_name: str) -> _Target:
+def _topic(request: Request, cluster_id: str, topic_name: TopicNamePath) -> _Target:
     links = Links(request, cluster_id)
     return _Target(TOPIC_RESOURCE, topic_name, "KafkaTopicConfig",
                    f"{links.topic(topic_name)}/configs", f"{links.crn}/topic={topic_name}",
@@ -223,15 +224,16 @@ DEFAULT = "/clusters/{cluster_id}/broker-configs"
 
 @router.get(TOPIC, summary="Every configuration key of a topic", response_model=None,
             responses={200: {"model": KafkaTopicConfigList}, **ERROR_RESPONSES})
-async def list_topic_configs(request: Request, cluster_id: str, topic_name: str,
-                             min_offset: int = -1, wait_ms: int = 5000) -> Response:
+async def list_topic_configs(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                             min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _topic(request, cluster_id, topic_name), None,
                            min_offset, wait_ms)
 
 
 @router.post(f"{TOPIC}:alter", summary="Change configurations of a topic (all or none)",
              status_code=204, response_model=None, openapi_extra=_ALTER, responses=_DONE)
-async def alter_topic_configs(request: Request, cluster_id: str, topic_name: str) -> Response:
+async def alter_topic_configs(request: Request, cluster_id: str,
+                              topic_name: TopicNamePath) -> Response:
     return await _alter(request, cluster_id, _topic(request, cluster_id, topic_name),
                         AlterConfigsBody, _batch)
 
@@ -239,15 +241,15 @@ async def alter_topic_configs(request: Request, cluster_id: str, topic_name: str
 @router.get(f"{TOPIC}/{{name}}", summary="One configuration key of a topic",
             response_model=None, responses={200: {"model": KafkaTopicConfig},
                                             **ERROR_RESPONSES})
-async def get_topic_config(request: Request, cluster_id: str, topic_name: str, name: str,
-                           min_offset: int = -1, wait_ms: int = 5000) -> Response:
+async def get_topic_config(request: Request, cluster_id: str, topic_name: TopicNamePath, name: str,
+                           min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _topic(request, cluster_id, topic_name), name,
                            min_offset, wait_ms)
 
 
 @router.put(f"{TOPIC}/{{name}}", summary="Set one configuration key of a topic",
             status_code=204, response_model=None, openapi_extra=_PUT, responses=_DONE)
-async def put_topic_config(request: Request, cluster_id: str, topic_name: str,
+async def put_topic_config(request: Request, cluster_id: str, topic_name: TopicNamePath,
                            name: str) -> Response:
     return await _alter(request, cluster_id, _topic(request, cluster_id, topic_name),
                         UpdateConfigBody, _put(name))
@@ -255,7 +257,7 @@ async def put_topic_config(request: Request, cluster_id: str, topic_name: str,
 
 @router.delete(f"{TOPIC}/{{name}}", summary="Delete a topic's key (inherit it again)",
                status_code=204, response_model=None, responses=_DONE)
-async def delete_topic_config(request: Request, cluster_id: str, topic_name: str,
+async def delete_topic_config(request: Request, cluster_id: str, topic_name: TopicNamePath,
                               name: str) -> Response:
     return await _alter(request, cluster_id, _topic(request, cluster_id, topic_name), NoBody,
                         _delete(name))
@@ -267,7 +269,7 @@ async def delete_topic_config(request: Request, cluster_id: str, topic_name: str
 @router.get(BROKER, summary="Every configuration key of a broker", response_model=None,
             responses={200: {"model": KafkaBrokerConfigList}, **ERROR_RESPONSES})
 async def list_broker_configs(request: Request, cluster_id: str, broker_id: BrokerId,
-                              min_offset: int = -1, wait_ms: int = 5000) -> Response:
+                              min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _broker(request, cluster_id, broker_id), None,
                            min_offset, wait_ms)
 
@@ -284,7 +286,7 @@ async def alter_broker_configs(request: Request, cluster_id: str,
             response_model=None, responses={200: {"model": KafkaBrokerConfig},
                                             **ERROR_RESPONSES})
 async def get_broker_config(request: Request, cluster_id: str, broker_id: BrokerId, name: str,
-                            min_offset: int = -1, wait_ms: int = 5000) -> Response:
+                            min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _broker(request, cluster_id, broker_id), name,
                            min_offset, wait_ms)
 
@@ -310,8 +312,8 @@ async def delete_broker_config(request: Request, cluster_id: str, broker_id: Bro
 
 @router.get(DEFAULT, summary="Every broker key's cluster-wide default", response_model=None,
             responses={200: {"model": KafkaClusterConfigList}, **ERROR_RESPONSES})
-async def list_cluster_configs(request: Request, cluster_id: str, min_offset: int = -1,
-                               wait_ms: int = 5000) -> Response:
+async def list_cluster_configs(request: Request, cluster_id: str, min_offset: MinOffset = -1,
+                               wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _cluster_default(request, cluster_id), None,
                            min_offset, wait_ms)
 
@@ -327,7 +329,7 @@ async def alter_cluster_configs(request: Request, cluster_id: str) -> Response:
             response_model=None, responses={200: {"model": KafkaClusterConfig},
                                             **ERROR_RESPONSES})
 async def get_cluster_config(request: Request, cluster_id: str, name: str,
-                             min_offset: int = -1, wait_ms: int = 5000) -> Response:
+                             min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     return await _describe(request, cluster_id, _cluster_default(request, cluster_id), name,
                            min_offset, wait_ms)
 

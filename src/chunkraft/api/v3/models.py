@@ -14,10 +14,11 @@ integers are strict and bounded to their Kafka wire type.
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from chunkraft.api.parameters import TOPIC_NAME_SCHEMA
 from chunkraft.protocol.base import Int16, Int32, Int64, StrictBool
 from chunkraft.protocol.configs import MAX_CONFIG_ENTRIES, ConfigName, ConfigValue
 
@@ -201,7 +202,15 @@ class CreateTopicBody(_Body):
     every partition (then no counts). ``validate_only`` answers 200 with the topic as it would
     be and creates nothing."""
 
-    topic_name: str
+    # A manual assignment leaves both counts out (or -1): Kafka's INVALID_REQUEST otherwise.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"required": ["replicas_assignments"],
+               "properties": {"replicas_assignments": {"type": "array", "minItems": 1}}},
+        "then": {"properties": {"partitions_count": {"enum": [None, -1]},
+                                "replication_factor": {"enum": [None, -1]}}}})
+
+    # The name's rules are declared, and checked by the route (INVALID_TOPIC_EXCEPTION).
+    topic_name: str = Field(json_schema_extra=TOPIC_NAME_SCHEMA)
     partitions_count: Int32 | None = None
     replication_factor: Int16 | None = None
     replicas_assignments: list[ReplicaAssignment] | None = None
@@ -462,16 +471,36 @@ class AclPermissionName(enum.StrEnum):
     ALLOW = "ALLOW"
 
 
-class KafkaAclBody(_Body):
-    """One ACL to create (Confluent's shape; ``host`` ``*`` matches any host)."""
+MAX_ACL_TEXT = 0x7FFF // 4
+"""Characters of an ACL's resource name, principal or host: the record codec stores at most
+32767 bytes of UTF-8, which this many characters never exceed."""
 
-    resource_type: AclResourceTypeName
-    resource_name: str
-    pattern_type: AclPatternTypeName = AclPatternTypeName.LITERAL
-    principal: str
-    host: str = "*"
-    operation: AclOperationName
-    permission: AclPermissionName
+
+def _only(*names: str) -> dict[str, Any]:
+    return {"enum": list(names)}
+
+
+class KafkaAclBody(_Body):
+    """One ACL to create (Confluent's shape; ``host`` ``*`` matches any host). The values only
+    filters take (ANY, MATCH) are declared out of the schema and refused by the operation
+    with Kafka's messages, as are an empty name, a CLUSTER name other than ``kafka-cluster``
+    and a principal that is not ``type:name``."""
+
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"resource_type": {"const": "CLUSTER"}}},
+        "then": {"properties": {"resource_name": {"const": "kafka-cluster"}}}})
+
+    resource_type: AclResourceTypeName = Field(json_schema_extra=_only(
+        *(name.value for name in AclResourceTypeName if name is not AclResourceTypeName.ANY)))
+    resource_name: str = Field(max_length=MAX_ACL_TEXT, json_schema_extra={"minLength": 1})
+    pattern_type: AclPatternTypeName = Field(
+        default=AclPatternTypeName.LITERAL, json_schema_extra=_only("LITERAL", "PREFIXED"))
+    principal: str = Field(max_length=MAX_ACL_TEXT,
+                           json_schema_extra={"pattern": "^[^:]+:[\\s\\S]+$"})
+    host: str = Field(default="*", max_length=MAX_ACL_TEXT)
+    operation: AclOperationName = Field(json_schema_extra=_only(
+        *(name.value for name in AclOperationName if name is not AclOperationName.ANY)))
+    permission: AclPermissionName = Field(json_schema_extra=_only("ALLOW", "DENY"))
 
 
 class KafkaAcl(BaseModel):

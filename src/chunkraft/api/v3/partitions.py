@@ -13,6 +13,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from chunkraft.api.errors import error_response
+from chunkraft.api.parameters import (
+    BrokerIdPath,
+    LargePageSize,
+    MinOffset,
+    OffsetPath,
+    PageToken,
+    PartitionIdPath,
+    TopicNamePath,
+    WaitMs,
+)
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
@@ -61,10 +71,10 @@ async def _partition(request: Request, cluster_id: str, topic_name: str, partiti
 @router.get(_TOPIC + "/partitions", summary="The topic's partitions, by id",
             response_model=None,
             responses={200: {"model": KafkaPartitionList}, **ERROR_RESPONSES})
-async def list_partitions(request: Request, cluster_id: str, topic_name: str,
-                          include_chunks: QueryBool = False, min_offset: int = -1,
-                          wait_ms: int = 5000, page_size: int = DEFAULT_PAGE_SIZE,
-                          page_token: str | None = None) -> Response:
+async def list_partitions(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                          include_chunks: QueryBool = False, min_offset: MinOffset = -1,
+                          wait_ms: WaitMs = 5000, page_size: LargePageSize = DEFAULT_PAGE_SIZE,
+                          page_token: PageToken = None) -> Response:
     found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
     if isinstance(found, Response):
         return found
@@ -84,9 +94,10 @@ async def list_partitions(request: Request, cluster_id: str, topic_name: str,
 
 @router.get(_TOPIC + "/partitions/{partition_id}", summary="One partition",
             response_model=None, responses={200: {"model": KafkaPartition}, **ERROR_RESPONSES})
-async def get_partition(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                        include_chunks: QueryBool = False, min_offset: int = -1,
-                        wait_ms: int = 5000) -> Response:
+async def get_partition(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                        partition_id: PartitionIdPath,
+                        include_chunks: QueryBool = False, min_offset: MinOffset = -1,
+                        wait_ms: WaitMs = 5000) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)
     if isinstance(found, Response):
@@ -100,8 +111,9 @@ async def get_partition(request: Request, cluster_id: str, topic_name: str, part
             summary="The replicas of the partition's active chunk, in assignment order",
             response_model=None,
             responses={200: {"model": KafkaReplicaList}, **ERROR_RESPONSES})
-async def list_replicas(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                        min_offset: int = -1, wait_ms: int = 5000) -> Response:
+async def list_replicas(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                        partition_id: PartitionIdPath,
+                        min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)
     if isinstance(found, Response):
@@ -118,8 +130,9 @@ async def list_replicas(request: Request, cluster_id: str, topic_name: str, part
 @router.get(_TOPIC + "/partitions/{partition_id}/replicas/{broker_id}",
             summary="One replica of the partition's active chunk", response_model=None,
             responses={200: {"model": KafkaReplica}, **ERROR_RESPONSES})
-async def get_replica(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                      broker_id: int, min_offset: int = -1, wait_ms: int = 5000) -> Response:
+async def get_replica(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                      partition_id: PartitionIdPath, broker_id: BrokerIdPath,
+                      min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)
     if isinstance(found, Response):
@@ -137,9 +150,10 @@ async def get_replica(request: Request, cluster_id: str, topic_name: str, partit
 @router.get(_TOPIC + "/partitions/{partition_id}/chunks",
             summary="The partition's chunks: inactive ones by start offset, then the active one",
             response_model=None, responses={200: {"model": KafkaChunkList}, **ERROR_RESPONSES})
-async def list_chunks(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                      min_offset: int = -1, wait_ms: int = 5000,
-                      page_size: int = DEFAULT_PAGE_SIZE, page_token: str | None = None
+async def list_chunks(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                      partition_id: PartitionIdPath,
+                      min_offset: MinOffset = -1, wait_ms: WaitMs = 5000,
+                      page_size: LargePageSize = DEFAULT_PAGE_SIZE, page_token: PageToken = None
                       ) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)
@@ -164,8 +178,9 @@ async def list_chunks(request: Request, cluster_id: str, topic_name: str, partit
 @router.get(_TOPIC + "/partitions/{partition_id}/chunks/{start_offset}",
             summary="The chunk that starts at this offset", response_model=None,
             responses={200: {"model": KafkaChunk}, **ERROR_RESPONSES})
-async def get_chunk(request: Request, cluster_id: str, topic_name: str, partition_id: int,
-                    start_offset: int, min_offset: int = -1, wait_ms: int = 5000) -> Response:
+async def get_chunk(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                    partition_id: PartitionIdPath, start_offset: OffsetPath,
+                    min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     found = await _partition(request, cluster_id, topic_name, partition_id, min_offset,
                              wait_ms)
     if isinstance(found, Response):

@@ -23,6 +23,7 @@ from chunkraft.api.authorized import (
 )
 from chunkraft.api.errors import error_response
 from chunkraft.api.forwarding import OFFSET_HEADER
+from chunkraft.api.parameters import MinOffset, PageSize, PageToken, TopicNamePath, WaitMs
 from chunkraft.api.rpc import committed_image, execute_write
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
@@ -81,9 +82,9 @@ async def topic_image_after(request: Request, offset: int) -> MetadataImage:
 
 @router.get("/clusters/{cluster_id}/topics", summary="Topics the principal may describe, by name",
             response_model=None, responses={200: {"model": KafkaTopicList}, **ERROR_RESPONSES})
-async def list_topics(request: Request, cluster_id: str, min_offset: int = -1,
-                      wait_ms: int = 5000, page_size: int = DEFAULT_PAGE_SIZE,
-                      page_token: str | None = None) -> Response:
+async def list_topics(request: Request, cluster_id: str, min_offset: MinOffset = -1,
+                      wait_ms: WaitMs = 5000, page_size: PageSize = DEFAULT_PAGE_SIZE,
+                      page_token: PageToken = None) -> Response:
     image = await read_image(request, cluster_id, min_offset, wait_ms)
     if isinstance(image, Response):
         return image
@@ -103,8 +104,8 @@ async def list_topics(request: Request, cluster_id: str, min_offset: int = -1,
 
 @router.get("/clusters/{cluster_id}/topics/{topic_name}", summary="One topic",
             response_model=None, responses={200: {"model": KafkaTopic}, **ERROR_RESPONSES})
-async def get_topic(request: Request, cluster_id: str, topic_name: str, min_offset: int = -1,
-                    wait_ms: int = 5000) -> Response:
+async def get_topic(request: Request, cluster_id: str, topic_name: TopicNamePath,
+                    min_offset: MinOffset = -1, wait_ms: WaitMs = 5000) -> Response:
     found = await readable_topic(request, cluster_id, topic_name, min_offset, wait_ms)
     if isinstance(found, Response):
         return found
@@ -216,7 +217,7 @@ async def create_topic(request: Request, cluster_id: str) -> Response:
               summary="Raise the partition count (KIP-195 createPartitions of one topic)",
               response_model=None, openapi_extra=body_schema(UpdateTopicBody),
               responses={200: {"model": KafkaTopic}, **ERROR_RESPONSES})
-async def update_topic(request: Request, cluster_id: str, topic_name: str) -> Response:
+async def update_topic(request: Request, cluster_id: str, topic_name: TopicNamePath) -> Response:
     refused = check_cluster(context_of(request), cluster_id) or check_topic_name(topic_name)
     if refused is not None:
         return refused
@@ -250,7 +251,7 @@ async def update_topic(request: Request, cluster_id: str, topic_name: str) -> Re
 @router.delete("/clusters/{cluster_id}/topics/{topic_name}", summary="Delete a topic",
                status_code=204, response_model=None,
                responses={204: {"description": "Deleted."}, **ERROR_RESPONSES})
-async def delete_topic(request: Request, cluster_id: str, topic_name: str) -> Response:
+async def delete_topic(request: Request, cluster_id: str, topic_name: TopicNamePath) -> Response:
     read = await read_body_as(request, cluster_id, NoBody)
     if isinstance(read, Response):
         return read

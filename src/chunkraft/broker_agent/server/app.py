@@ -12,7 +12,6 @@ broker's own metadata image. Errors of a whole request have the controller's bod
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -40,7 +39,7 @@ from chunkraft.broker_agent.server.last_resort import KafkaErrorMiddleware
 from chunkraft.broker_agent.server.ports import BrokerRuntimeLike
 from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.data_plane import BrokerStatus
-from chunkraft.records.uuids import kafka_uuid_str
+from chunkraft.records.uuids import kafka_uuid_text
 
 __all__ = ["BrokerHealth", "BrokerReadiness", "broker_status", "create_broker_app"]
 
@@ -65,10 +64,6 @@ class BrokerReadiness(BaseModel):
     metadata_offset: int
 
 
-def _cluster_id_text(cluster_id: object) -> str:
-    return kafka_uuid_str(cluster_id) if isinstance(cluster_id, uuid.UUID) else str(cluster_id)
-
-
 def broker_status(runtime: BrokerRuntimeLike, *, with_hash: bool = False) -> BrokerStatus:
     """What ``GET /broker/v1/status`` answers: ids, registration, metadata offset, replica
     counts, and (``with_hash``) the content hash of the broker's image."""
@@ -77,7 +72,7 @@ def broker_status(runtime: BrokerRuntimeLike, *, with_hash: bool = False) -> Bro
     lifecycle = runtime.lifecycle
     leaders, followers, inactive = runtime.replica_manager.status_counts()
     return BrokerStatus(
-        node_id=runtime.node_id, cluster_id=_cluster_id_text(runtime.cluster_id),
+        node_id=runtime.node_id, cluster_id=kafka_uuid_text(runtime.cluster_id),
         broker_epoch=lifecycle.broker_epoch, fenced=lifecycle.fenced,
         shutting_down=lifecycle.shutting_down, metadata_offset=follower.offset,
         image_hash=image.content_hash() if with_hash else None,
@@ -111,7 +106,7 @@ class BrokerCollector(Collector):
         yield replicas
         info = GaugeMetricFamily("chunkraft_broker_info", "This broker's ids (always 1)",
                                  labels=("node_id", "cluster_id"))
-        info.add_metric((str(runtime.node_id), _cluster_id_text(runtime.cluster_id)), 1)
+        info.add_metric((str(runtime.node_id), kafka_uuid_text(runtime.cluster_id)), 1)
         yield info
 
 

@@ -22,6 +22,7 @@ from chunkraft.broker_agent.local_replicas import assigned_chunks, local_replica
 from chunkraft.broker_agent.server.access import cluster_refusal
 from chunkraft.broker_agent.topic_configs import local_configs
 from chunkraft.protocol.acls import AclOperation
+from chunkraft.records.uuids import kafka_uuid_text
 
 __all__ = ["router"]
 
@@ -46,7 +47,7 @@ async def local_replicas_view(request: Request) -> Response:
     return JSONResponse({
         "node_id": runtime.node_id, "metadata_offset": image.offset,
         "partitions": partitions,
-        "cluster_id": str(runtime.cluster_id),
+        "cluster_id": kafka_uuid_text(runtime.cluster_id),  # as /status and the CLI
         "metadata_epoch": image.epoch,
         "broker_epoch": runtime.lifecycle.broker_epoch,
         "time_ms": int(time.time() * 1000),

@@ -11,7 +11,6 @@ topic caches (the controller's module-level ones are the controller's).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -21,7 +20,7 @@ from chunkraft.api.metadata_answers import AnswerCache, metadata_answer
 from chunkraft.api.metadata_json import TopicJsonCache
 from chunkraft.broker_agent.server.http import parse_body, post_docs
 from chunkraft.protocol.topics import MetadataRequest, MetadataResponse
-from chunkraft.records.uuids import kafka_uuid_str
+from chunkraft.records.uuids import kafka_uuid_text
 
 __all__ = ["router"]
 
@@ -29,10 +28,6 @@ router = APIRouter(prefix="/broker/v1", tags=["broker data plane"])
 
 _ANSWERS = AnswerCache(max_entries=8, max_bytes=16 * 1024 * 1024)
 _TOPICS = TopicJsonCache(32 * 1024 * 1024)
-
-
-def _cluster_id_text(cluster_id: object) -> str:
-    return kafka_uuid_str(cluster_id) if isinstance(cluster_id, uuid.UUID) else str(cluster_id)
 
 
 async def metadata(request: Request) -> Response:
@@ -45,7 +40,7 @@ async def metadata(request: Request) -> Response:
     leader = getattr(follower, "leader_id", None)
     answer = metadata_answer(
         follower.image, principal_of(request), runtime.authorizer, parsed,
-        cluster_id=_cluster_id_text(runtime.cluster_id),
+        cluster_id=kafka_uuid_text(runtime.cluster_id),
         controller_id=leader if isinstance(leader, int) else -1,
         answers=_ANSWERS, topics=_TOPICS)
     return Response(content=answer, media_type="application/json")

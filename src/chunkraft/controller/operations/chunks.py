@@ -32,6 +32,7 @@ from chunkraft.controller.operations.placement import (
     validate_manual_assignment,
 )
 from chunkraft.controller.operations.record_budget import RecordBudget
+from chunkraft.controller.operations.topics import validate_topic_name
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.chunks import (
@@ -89,6 +90,7 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 def _partition_of(
     image: MetadataImage, name: str, index: int
 ) -> tuple[TopicImage, PartitionRecord]:
+    validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION, not unknown
     topic = image.topics.get_by_name(name)
     if topic is None:
         raise Errors.UNKNOWN_TOPIC_OR_PARTITION.exception(f"Topic '{name}' does not exist.")
@@ -114,7 +116,8 @@ def create_chunks(
 
     A ``broker_id`` other than -1 must be registered with ``broker_epoch``, else the whole
     request fails with STALE_BROKER_EPOCH. Per partition, in order: the partition named twice
-    in the request -> INVALID_REQUEST; unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION;
+    in the request -> INVALID_REQUEST; an illegal topic name -> INVALID_TOPIC_EXCEPTION; unknown
+    topic or partition -> UNKNOWN_TOPIC_OR_PARTITION;
     a requesting broker that is not the leader -> NOT_LEADER_OR_FOLLOWER; a ``leader_epoch``
     other than -1 that is older / newer than the partition's -> FENCED_LEADER_EPOCH /
     UNKNOWN_LEADER_EPOCH; a partition reassignment in progress -> REASSIGNMENT_IN_PROGRESS; new
@@ -310,7 +313,8 @@ def alter_chunk_assignments(
     """AlterChunkAssignments: start moving each inactive chunk to its ``broker_ids``.
 
     Per chunk, in order: the chunk named twice in the request -> INVALID_REQUEST; unknown topic
-    or partition -> UNKNOWN_TOPIC_OR_PARTITION; no inactive chunk at ``start_offset`` ->
+    or partition -> UNKNOWN_TOPIC_OR_PARTITION (an illegal topic name ->
+    INVALID_TOPIC_EXCEPTION); no inactive chunk at ``start_offset`` ->
     UNKNOWN_CHUNK; ``chunk_epoch`` neither -1 nor the chunk's epoch -> FENCED_CHUNK_EPOCH;
     target empty, unregistered, repeated, not the partition's replication factor in number,
     fenced or shutting down -> INVALID_REPLICA_ASSIGNMENT; a move in progress to another target

@@ -32,7 +32,10 @@ from chunkraft.controller.operations.record_budget import (
     MAX_PRIOR_EPOCHS_PER_USER_OP,
     RecordBudget,
 )
-from chunkraft.controller.operations.topics import new_partition_record
+from chunkraft.controller.operations.topics import (
+    new_partition_record,
+    validate_topic_name,
+)
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.topics import (
@@ -52,7 +55,9 @@ def create_partitions(
     """CreatePartitions (KIP-195): raise each topic's partition count to ``count``.
 
     Per topic, in Kafka's order: a name given twice -> INVALID_REQUEST "Duplicate topic name.";
-    unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; ``count`` equal to the current count ->
+    an illegal name (empty, over 249 characters, a character outside ``[a-zA-Z0-9._-]``, ``.``
+    or ``..``) -> INVALID_TOPIC_EXCEPTION with Kafka's message; unknown topic ->
+    UNKNOWN_TOPIC_OR_PARTITION; ``count`` equal to the current count ->
     INVALID_PARTITIONS "Topic already has N partition(s)."; smaller -> INVALID_PARTITIONS "The
     topic T currently has N partition(s); M would not be an increase."; assignments given but
     not one per new partition -> INVALID_REPLICA_ASSIGNMENT "Attempted to add X additional
@@ -110,6 +115,7 @@ def _expand(
 ) -> list[Any]:
     """The records of one topic's expansion; raises ApiException if it is refused."""
     name = request.name
+    validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION, not unknown
     topic = image.topics.get_by_name(name)
     if topic is None:
         raise Errors.UNKNOWN_TOPIC_OR_PARTITION.exception(f"Topic '{name}' does not exist.")

@@ -385,3 +385,37 @@ def test_a_write_that_outlasts_timeout_ms_answers_request_timed_out() -> None:
                 raise AssertionError("the timed-out write never committed")
 
     asyncio.run(scenario())
+
+
+def test_an_illegal_topic_name_in_a_batch_is_invalid_topic_exception_per_item() -> None:
+    """Kafka's INVALID_TOPIC_EXCEPTION (17) with its message, per item (not the whole request,
+    and not UNKNOWN_TOPIC_OR_PARTITION); the other items go on."""
+    illegal = ["", ".", "..", "x" * 250, "bad name"]
+
+    async def scenario() -> None:
+        async with running_node() as node:
+            await start_brokers(node)
+            v3 = V3(node)
+            await v3.create_topic("t", partitions=1, rf=2)
+            expanded = await v3.ok("POST", CP, CreatePartitionsResultList, {"topics": [
+                *({"topic_name": name, "partitions_count": 2} for name in illegal),
+                {"topic_name": "t", "partitions_count": 2}], "validate_only": True})
+            cut = await v3.ok("POST", "/chunks:create", CreateChunksResultList, {"partitions": [
+                *(_cut(name, 0, [1, 2], **OFFSETS) for name in illegal[:4]),
+                _cut("bad name", 0, [1, 2])], "validate_only": True})  # the admin form too
+            moved = await v3.ok("POST", "/chunks:alter-assignments", ChunkAssignmentResultList,
+                                {"chunks": [_alter(name, 0, 0, [1, 2]) for name in illegal]})
+            for answer in (expanded, cut, moved):
+                items = answer["data"]
+                for item in items[:len(illegal)]:
+                    assert (item["error_code"], item["error_name"]) == (
+                        17, "INVALID_TOPIC_EXCEPTION"), item
+            assert expanded["data"][-1]["error_name"] == "NONE"
+            messages = [item["error_message"] for item in moved["data"]]
+            assert messages[0] == "Topic name is illegal, it can't be empty"
+            assert messages[1] == messages[2] == 'Topic name cannot be "." or ".."'
+            assert messages[3].startswith("Topic name is illegal, it can't be longer than 249")
+            assert messages[4] == ('Topic name "bad name" is illegal, it contains a character '
+                                   "other than ASCII alphanumerics, '.', '_' and '-'")
+
+    asyncio.run(scenario())

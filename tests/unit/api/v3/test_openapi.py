@@ -39,3 +39,32 @@ def test_every_v3_route_declares_its_bodies() -> None:
                 assert "$defs" not in json.dumps(body), (method, path)
                 assert body["additionalProperties"] is False
     assert operations == 36
+
+
+def test_the_document_declares_the_bounds_validation_enforces() -> None:
+    async def scenario() -> dict[str, Any]:
+        async with running_node() as node:
+            document: dict[str, Any] = (await node.http.get("/openapi.json")).json()
+            return document
+
+    paths = asyncio.run(scenario())["paths"]
+    topic = paths["/v3/clusters/{cluster_id}/topics/{topic_name}/partitions/{partition_id}"]
+    parameters = {p["name"]: p["schema"] for p in topic["get"]["parameters"]}
+    assert parameters["topic_name"]["pattern"] == "^[a-zA-Z0-9._-]+$"
+    assert parameters["topic_name"]["maxLength"] == 249
+    assert parameters["topic_name"]["not"] == {"enum": [".", ".."]}
+    assert (parameters["partition_id"]["minimum"], parameters["partition_id"]["maximum"]) == (
+        0, 2**31 - 1)
+    assert (parameters["min_offset"]["minimum"], parameters["min_offset"]["maximum"]) == (
+        -1, 2**63 - 1)
+    assert parameters["wait_ms"]["minimum"] == 0
+    listed = {p["name"]: p["schema"] for p in paths["/v3/clusters/{cluster_id}/topics"]["get"]
+              ["parameters"]}
+    assert (listed["page_size"]["minimum"], listed["page_size"]["maximum"]) == (1, 1000)
+    acl = paths["/v3/clusters/{cluster_id}/acls"]["post"]["requestBody"]["content"][
+        "application/json"]["schema"]
+    assert "ANY" not in acl["properties"]["resource_type"]["enum"]
+    assert acl["properties"]["pattern_type"]["enum"] == ["LITERAL", "PREFIXED"]
+    assert acl["then"] == {"properties": {"resource_name": {"const": "kafka-cluster"}}}
+    voters = paths["/controller/v1/quorum/voters"]["post"]["requestBody"]
+    assert voters["required"] is True

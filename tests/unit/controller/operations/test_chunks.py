@@ -565,3 +565,25 @@ def test_reports_on_several_chunks_apply_independently() -> None:
     assert _state(after, 100) == ((1,), (1,), (), (), 1)
     assert partition_of(after, 0) == partition(0, (0, 1), leader_epoch=3, start_offset=100,
                                                start_timestamp=5000)
+
+
+ILLEGAL_NAMES = [
+    ("", "Topic name is illegal, it can't be empty"),
+    (".", 'Topic name cannot be "." or ".."'),
+    ("..", 'Topic name cannot be "." or ".."'),
+    ("a" * 250, "Topic name is illegal, it can't be longer than 249 characters, topic name: "
+     + "a" * 250),
+    ("or ders", 'Topic name "or ders" is illegal, it contains a character other than ASCII '
+     "alphanumerics, '.', '_' and '-'"),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), ILLEGAL_NAMES)
+def test_an_illegal_topic_name_in_a_cut_or_a_move_is_invalid_topic_exception(
+        name: str, message: str) -> None:
+    cut = create_chunks(_base(), _cut_request(_cut(), topic=name))
+    assert _cut_outcomes(cut) == [(0, Errors.INVALID_TOPIC_EXCEPTION, message)]
+    assert not cut.records
+    move = alter_chunk_assignments(_base(), _move(_target((1, 2), topic_name=name)))
+    assert _move_outcomes(move) == [(0, Errors.INVALID_TOPIC_EXCEPTION, message)]
+    assert not move.records

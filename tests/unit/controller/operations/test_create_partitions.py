@@ -281,3 +281,19 @@ def test_the_record_budget_is_checked_before_any_assignment_is_looked_at(
     assert error is Errors.POLICY_VIOLATION and message is not None
     assert "10003 records" in message
     assert checked == []
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("", "Topic name is illegal, it can't be empty"),
+    ("..", 'Topic name cannot be "." or ".."'),
+    ("x" * 250, "Topic name is illegal, it can't be longer than 249 characters, topic name: "
+     + "x" * 250),
+    ("ord/ers", 'Topic name "ord/ers" is illegal, it contains a character other than ASCII '
+     "alphanumerics, '.', '_' and '-'"),
+])
+def test_an_illegal_topic_name_is_invalid_topic_exception_per_topic(name: str,
+                                                                    message: str) -> None:
+    image = with_topic(cluster((0, 1, 2)))
+    result = _expand(image, {"name": name, "count": 4}, {"name": "orders", "count": 4})
+    assert _outcomes(result) == {name: (Errors.INVALID_TOPIC_EXCEPTION, message),
+                                 "orders": (Errors.NONE, None)}
