@@ -56,6 +56,11 @@ RULES: tuple[Rule, ...] = (
          "start <= stop <= end in every inactive chunk",
          "An inactive chunk's StartOffset <= StopOffset <= EndOffset.",
          "chunk 100 of orders-3 has StopOffset 120 and EndOffset 110"),
+    Rule("chunks.epoch", Severity.ERROR,
+         "ChunkEpoch = Epoch in every inactive chunk",
+         "An inactive chunk's ChunkEpoch equals its Epoch, as the controller requires of every "
+         "ChunkRecord it writes (records/validation.py).",
+         "chunk 100 of orders-3 has ChunkEpoch 4 but Epoch 5"),
     Rule("chunks.contiguous", Severity.ERROR,
          "inactive chunks follow each other without gap or overlap",
          "Ordered by StartOffset, each inactive chunk after the first starts at the previous "

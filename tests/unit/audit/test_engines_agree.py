@@ -16,7 +16,8 @@ import pytest
 
 from chunkraft.audit.arrow import run_audit as arrow_audit
 from chunkraft.audit.model import AuditReport
-from tests.support.audit_snapshots import CORRUPTIONS, Scenario, clean_scenario
+from tests.support.audit_corruptions import CORRUPTIONS
+from tests.support.audit_snapshots import Scenario, clean_scenario
 from tests.unit.audit.conftest import ScenarioAudits
 
 if TYPE_CHECKING:

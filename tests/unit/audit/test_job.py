@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from chunkraft.audit.job import main, parse_duration
-from tests.support.audit_snapshots import CORRUPTIONS, clean_records, write_snapshot_export
+from tests.support.audit_corruptions import CORRUPTIONS
+from tests.support.audit_snapshots import clean_records, write_snapshot_export
 
 
 def test_durations() -> None:

@@ -24,7 +24,8 @@ from chunkraft.export.verify import ExportIntegrityError
 __all__ = ["BrokerStates", "Snapshot", "Topics", "read_inputs", "read_table"]
 
 _CHUNK_COLUMNS = ("topic_id", "partition_id", "start_offset", "start_timestamp", "stop_offset",
-                  "end_offset", "replicas", "isr", "removing_replicas", "adding_replicas")
+                  "end_offset", "chunk_epoch", "epoch", "replicas", "isr", "removing_replicas",
+                  "adding_replicas")
 _PARTITION_COLUMNS = ("topic_id", "partition_id", "replicas", "isr", "removing_replicas",
                       "adding_replicas", "leader", "start_offset", "start_timestamp",
                       "prior_partition_epochs")
@@ -61,7 +62,7 @@ def _read_file(path: Path, schema: pa.Schema, dictionary: tuple[str, ...]) -> pa
         return part if part.schema == target else part.cast(target)
     except (pa.ArrowException, OSError, ValueError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ExportIntegrityError(f"{path}: cannot be read: {first}") from None
+        raise ExportIntegrityError(f"cannot read {path}: {first}") from None
 
 
 @dataclass(frozen=True)

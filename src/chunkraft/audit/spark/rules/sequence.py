@@ -25,9 +25,9 @@ from chunkraft.audit.spark.context import VIOLATION_STRUCT, VIOLATIONS_TYPE, Con
 __all__ = ["RULE_IDS", "frame", "violations"]
 
 RULE_IDS = (
-    "chunks.offsets_ordered", "chunks.contiguous", "chunks.overlap", "chunks.active_start",
-    "chunks.timestamps", "replicas.distinct", "replicas.count", "replicas.isr_subset",
-    "replicas.leader_in_isr", "replicas.no_leader", "replicas.registered",
+    "chunks.offsets_ordered", "chunks.epoch", "chunks.contiguous", "chunks.overlap",
+    "chunks.active_start", "chunks.timestamps", "replicas.distinct", "replicas.count",
+    "replicas.isr_subset", "replicas.leader_in_isr", "replicas.no_leader", "replicas.registered",
     "topics.prior_partition_epochs", "topics.orphans",
 )
 
@@ -92,6 +92,7 @@ def _row_checks(ctx: Context) -> Column:
     start, stop, end = c("start_offset"), c("stop_offset"), c("end_offset")
     key = {"partition_id": c("partition_id"), "start_offset": start}
     misordered = chunk & ~((start <= stop) & (stop <= end))
+    epoch_differs = chunk & (c("chunk_epoch") != c("epoch"))
     repeated = F.size(F.array_distinct("replicas")) != F.size("replicas")
     miscounted = active & (c("rf") != c("topic_rf"))
     not_subset = (F.size("isr") == 0) | (F.size(F.array_except("isr", "replicas")) > 0)
@@ -105,6 +106,9 @@ def _row_checks(ctx: Context) -> Column:
         candidate(misordered, "chunks.offsets_ordered",
                   F.format_string("start %d, stop %d, end %d: not start <= stop <= end",
                                   start, stop, end), **key),
+        candidate(epoch_differs, "chunks.epoch",
+                  F.format_string("ChunkEpoch %d but Epoch %d: they must be equal",
+                                  c("chunk_epoch"), c("epoch")), **key),
         candidate(repeated, "replicas.distinct",
                   F.format_string("%s %s lists a broker twice: replicas [%s]", "kind",
                                   start.cast("string"), _ids("replicas")), **key),
@@ -135,7 +139,7 @@ def _row_checks(ctx: Context) -> Column:
     unregistered = ~(_registered("replicas", brokers) & _registered("isr", brokers)
                      & (c("leader").isNull() | (c("leader") < 0)
                         | c("leader").isin(brokers)))
-    suspect = _any([misordered, ~_no_repeats("replicas"), miscounted,
+    suspect = _any([misordered, epoch_differs, ~_no_repeats("replicas"), miscounted,
                     (F.size("isr") == 0) | ~_within("isr", "replicas"), leader_out,
                     leaderless, unregistered, expanded, orphan])
     return F.when(suspect, F.concat(_kept(found), registered))
