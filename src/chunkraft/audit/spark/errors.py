@@ -58,29 +58,37 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _mentioned(messages: Iterable[str], files: Iterable[Path]) -> Path | None:
+def _mentioned(chain: list[tuple[str, str]], files: Iterable[Path]) -> tuple[int, Path] | None:
+    """The first link of ``chain`` whose message names one of ``files``, and that file."""
     candidates = sorted({Path(f) for f in files}, key=lambda p: len(str(p)), reverse=True)
-    for message in messages:
+    for index, (_, message) in enumerate(chain):
         for path in candidates:  # longest first: part-00001 is not part-0000
             if str(path) in message:
-                return path
+                return index, path
     return None
 
 
 def describe_spark_error(error: BaseException, files: Iterable[Path]) -> str:
-    """One line: ``cannot read FILE: CAUSE`` when a message names one of ``files``, else
-    ``Spark failed: CAUSE``; CAUSE is the innermost Java exception's class and first line."""
+    """One line: ``cannot read FILE: CAUSE`` when a message names one of ``files`` (CAUSE: the
+    exception that made reading it fail, the one just inside the first naming it), else
+    ``Spark failed: CAUSE`` (the innermost exception); each as its class and first line."""
     chain = java_chain(error)
     if not chain:
         return f"Spark failed: {type(error).__name__}: {_first_line(str(error))}"
-    messages = [message for _, message in chain]
-    path = _mentioned(messages, files)
-    name, message = next(((n, m) for n, m in reversed(chain) if _first_line(m)), chain[-1])
-    cause = _first_line(message)
-    if path is not None:
-        for form in (f"file://{path}", f"file:{path}", str(path)):
-            cause = cause.replace(form, "the file")
-    cause = f"{name.rsplit('.', 1)[-1]}: {cause}" if cause else name.rsplit('.', 1)[-1]
-    if path is not None:
-        return f"cannot read {path}: {cause}"
-    return f"Spark failed: {cause}"
+    found = _mentioned(chain, files)
+    if found is None:
+        name, message = next(((n, m) for n, m in reversed(chain) if _first_line(m)),
+                             chain[-1])
+        return f"Spark failed: {_cause(name, message)}"
+    index, path = found
+    name, message = chain[min(index + 1, len(chain) - 1)]
+    cause = _cause(name, message)
+    for form in (f"file://{path}", f"file:{path}", str(path)):
+        cause = cause.replace(form, "the file")
+    return f"cannot read {path}: {cause}"
+
+
+def _cause(name: str, message: str) -> str:
+    short = name.rsplit(".", 1)[-1]
+    line = _first_line(message)
+    return f"{short}: {line}" if line else short
