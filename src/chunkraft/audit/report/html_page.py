@@ -62,7 +62,7 @@ details{margin:4px 0 12px}summary{cursor:pointer;color:#555}
 .muted{color:#666;font-size:13px}
 .box{background:#fff;border:1px solid #ddd;border-radius:4px;margin:12px 0;padding:8px 14px;
 font-size:14px}.box p{margin:4px 0}.box ul{margin:4px 0;padding-left:20px;font-size:13px}
-table.violations{width:100%}table.violations td.detail{max-width:420px}
+table.findings{width:100%}table.findings td.detail{max-width:420px}
 """
 
 VIOLATION_ROWS = 50
@@ -173,11 +173,12 @@ def _violations(report: AuditReport) -> str:
             + (f" (the samples hold {sampled:,}; see Offending rows)" if sampled > shown else "")
             + (" (counts are exact, samples capped at --sample-size per rule)"
                if total > sampled else "")
-            + f". Timelines are drawn for the first {len(report.timelines)} partitions named.")
+            + f". {len(report.timelines)} partitions are drawn as timelines, those named here "
+              "first.")
     head = "".join(f"<th>{h}</th>" for h in ("severity", "rule", "topic", "partition", "chunk",
                                              "broker", "detail", ""))
     return (f'<h2 id="violations">Violations</h2><p class="muted">{esc(note)}</p>'
-            f'<table class="violations"><thead><tr>{head}</tr></thead>'
+            f'<table class="findings"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 

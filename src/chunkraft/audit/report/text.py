@@ -87,7 +87,7 @@ def status_line(report: AuditReport) -> str:
     for rule in fired:
         by_severity.setdefault(rule.severity.value, []).append(rule.count)
     parts = [f"{len(counts)} {severity} rule{'s' if len(counts) > 1 else ''} "
-             f"({sum(counts):,} rows)"
+             f"({plural(sum(counts), 'row')})"
              for severity in ("error", "warning", "info")
              if (counts := by_severity.get(severity))]
     if report.exit_code() == 0:  # all below --fail-on: found, but the audit passes
