@@ -139,6 +139,15 @@ def _isr_subset() -> Scenario:
     return _corrupt("replicas.isr_subset", records, [_o(0, 200)])
 
 
+def _lists() -> Scenario:
+    # events-0 adds broker 3, not one of its replicas [0, 2]; chunk 300 of orders-0 lists
+    # broker 1 twice in its ISR.
+    records = _replace(clean_records(), _is_partition(EVENTS, 0), adding_replicas=(3,))
+    records = _replace(records, _is_chunk(ORDERS, 0, 300), isr=(1, 1, 3))
+    return _corrupt("replicas.lists", records, [_e(0, 3_000), _o(0, 300)],
+                    states_from=clean_records())
+
+
 def _leader_in_isr() -> Scenario:
     records = _replace(clean_records(), _is_partition(ORDERS, 2), isr=(0, 1))
     return _corrupt("replicas.leader_in_isr", records, [_o(2, 10, 3)])
@@ -338,6 +347,7 @@ CORRUPTIONS: dict[str, Callable[[], Scenario]] = {
     "replicas.distinct": _distinct,
     "replicas.count": _count,
     "replicas.isr_subset": _isr_subset,
+    "replicas.lists": _lists,
     "replicas.leader_in_isr": _leader_in_isr,
     "replicas.no_leader": _no_leader,
     "replicas.registered": _registered,

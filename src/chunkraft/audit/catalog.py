@@ -98,6 +98,13 @@ RULES: tuple[Rule, ...] = (
          "the ISR is a non-empty subset of the replicas",
          "Every partition's and chunk's ISR is not empty and every ISR member is a replica.",
          "orders-3 has ISR [4] but replicas [1, 2, 3]"),
+    Rule("replicas.lists", Severity.ERROR,
+         "adding and removing replicas are replicas; no list names a broker twice",
+         "Every partition's and chunk's adding and removing replicas are among its replicas, "
+         "and its ISR, adding and removing replicas each name a broker at most once "
+         "(replicas.distinct checks the replicas themselves), as the controller requires of "
+         "every record it writes (records/validation.py).",
+         "chunk 0 of orders-3 is adding broker 5, which is not among its replicas [1, 2, 3]"),
     Rule("replicas.leader_in_isr", Severity.ERROR,
          "the leader is in the ISR",
          "A partition with a leader (>= 0) has it in its ISR.",
