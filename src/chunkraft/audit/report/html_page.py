@@ -150,8 +150,9 @@ def _violations(report: AuditReport) -> str:
         for row in result.sample:
             if len(rows) >= VIOLATION_ROWS:
                 break
-            key = (str(row.get("topic_id")), row.get("partition_id"))
-            anchor = anchors.get(key) if isinstance(key[1], int) else None
+            partition = row.get("partition_id")
+            anchor = (anchors.get((str(row.get("topic_id")), partition))
+                      if isinstance(partition, int) else None)
             if anchor is not None:
                 link = f'<a href="#{anchor}">timeline</a>'
             elif row.get("partition_id") is None:
