@@ -6,7 +6,7 @@ export directory with a manifest is complete. Its fields:
 | field | meaning |
 |---|---|
 | ``format`` | always ``chunkraft-export`` |
-| ``schema_version`` | the version of the table layout (:data:`SCHEMA_VERSION`) |
+| ``schema_version`` | the version of this layout (:data:`SCHEMA_VERSION`; 1 is still read) |
 | ``kind`` | ``controller-snapshot`` or ``broker-state`` |
 | ``cluster_id`` | the cluster the data belongs to, in Kafka's base64 form |
 | ``offset``, ``epoch`` | the metadata log offset (inclusive) and leader epoch of the image |

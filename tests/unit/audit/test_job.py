@@ -74,3 +74,17 @@ def test_fail_on_error_with_only_warnings_prints_what_decided(
     out = capsys.readouterr().out
     assert "audit: clean: found chunks.timestamps (2); exit 0: only rules below --fail-on " \
            "error fired: chunks.timestamps (2, warning)" in out
+
+
+def test_a_manifest_key_file_requires_signed_inputs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = write_snapshot_export(tmp_path / "s", clean_records(), offset=10, time_ms=1_000)
+    (tmp_path / "key").write_text("0123456789abcdef0123456789abcdef\n")
+    assert main(["--snapshot", str(snapshot), "--engine", "arrow",
+                 "--manifest-key-file", str(tmp_path / "key")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "manifest.json: the manifest is not signed, and a key was given" in line
+    (tmp_path / "short").write_text("abc")
+    assert main(["--snapshot", str(snapshot), "--engine", "arrow",
+                 "--manifest-key-file", str(tmp_path / "short")]) == 2
+    assert "at least 16 are needed" in capsys.readouterr().err
