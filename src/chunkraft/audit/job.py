@@ -119,8 +119,10 @@ class _SparkFailure(Exception):
 def _input_files(inputs: AuditInputs) -> list[Path]:
     exports = [inputs.snapshot, *([inputs.previous] if inputs.previous else []),
                *inputs.broker_states]
-    return [path.resolve() for export in exports for table in export.manifest.tables
-            for path in export.table_files(table)]
+    # Spark names a file by its absolute path, symbolic links kept: match either spelling.
+    return sorted({form for export in exports for table in export.manifest.tables
+                   for path in export.table_files(table)
+                   for form in (path.absolute(), path.resolve())})
 
 
 def _stop(spark: SparkSession, launched: LaunchedDriver) -> None:

@@ -5,7 +5,7 @@ the driver as a ``Py4JJavaError`` or a PySpark ``CapturedException`` wrapping a 
 exceptions, often raised in an executor: the outer ones say which action failed, the inner
 ones which file and why. :func:`describe_spark_error` walks that chain (bounded) and says
 ``cannot read FILE: CAUSE``, naming the first input file any message of the chain mentions
-and the innermost cause; without a file, the innermost cause alone.
+and the cause of the error that named it; without a file, the innermost cause alone.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ def java_chain(error: BaseException) -> list[tuple[str, str]]:
     seen: set[int] = set()
     while java is not None and len(chain) < _MAX_CAUSES:
         try:
-            name = str(java.getClass().getName())
-            message = java.getMessage()
-            chain.append((name, "" if message is None else str(message)))
             ident = int(java.hashCode())
             if ident in seen:
                 break
             seen.add(ident)
+            name = str(java.getClass().getName())
+            message = java.getMessage()
+            chain.append((name, "" if message is None else str(message)))
             java = java.getCause()
         except Exception:  # the gateway is gone: keep what was read
             break
@@ -59,9 +59,10 @@ def _first_line(text: str) -> str:
 
 
 def _mentioned(chain: list[tuple[str, str]], files: Iterable[Path]) -> tuple[int, Path] | None:
-    """The first link of ``chain`` whose message names one of ``files``, and that file."""
+    """The innermost link of ``chain`` whose message names one of ``files``, and that file
+    (outer links repeat inner messages: a job's abort quotes its task's failure)."""
     candidates = sorted({Path(f) for f in files}, key=lambda p: len(str(p)), reverse=True)
-    for index, (_, message) in enumerate(chain):
+    for index, (_, message) in reversed(list(enumerate(chain))):
         for path in candidates:  # longest first: part-00001 is not part-0000
             if str(path) in message:
                 return index, path
@@ -70,7 +71,7 @@ def _mentioned(chain: list[tuple[str, str]], files: Iterable[Path]) -> tuple[int
 
 def describe_spark_error(error: BaseException, files: Iterable[Path]) -> str:
     """One line: ``cannot read FILE: CAUSE`` when a message names one of ``files`` (CAUSE: the
-    exception that made reading it fail, the one just inside the first naming it), else
+    exception that made reading it fail, the one just inside the innermost naming it), else
     ``Spark failed: CAUSE`` (the innermost exception); each as its class and first line."""
     chain = java_chain(error)
     if not chain:
