@@ -10,12 +10,17 @@ is exported, so the audits (Spark, the JVM) do not share the machine with it.
 - A crafted bad snapshot (the export with one chunk's StartOffset moved, rewritten with
   ``write_export``), audited through ``spark-submit`` with deploy/spark/submit-local.sh: exit
   1, and ``chunks.contiguous`` names exactly that chunk.
+- Damaged copies of the export, audited by ``chunkraft audit`` (Spark) as a process: a listed
+  file deleted is exit 2 naming it before any JVM starts; a data page that cannot be decoded
+  (summed into the manifest, so only Spark's executor meets it) is exit 2 with one line naming
+  the file, and nothing else on stderr: no Java stack trace, no JVM start-up lines.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +40,8 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.export.directory import write_export
 from chunkraft.export.manifest import Manifest
 from chunkraft.export.tables import CONTROLLER_TABLES
-from chunkraft.records.uuids import parse_kafka_uuid
+from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid
+from tests.support.audit_integrity import CHUNKS_FILE, DAMAGES
 from tests.support.cluster_client import admin_client, new_key, wait_converged
 
 pytestmark = pytest.mark.slow
@@ -149,8 +155,13 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
 
 def test_export_holds_the_operations(exported: Exported) -> None:
     manifest = Manifest.read(exported.directory)
-    # the manifest may spell the id as Kafka does (base64) or as a UUID
-    assert manifest.cluster_id in cluster_id_forms(exported.cluster_id)
+    # Kafka's base64 form, as the CLI prints it
+    assert manifest.cluster_id == kafka_uuid_str(parse_kafka_uuid(exported.cluster_id))
+    raw = json.loads((exported.directory / "manifest.json").read_text(encoding="utf-8"))
+    assert raw["cluster_id"] == manifest.cluster_id and raw["schema_version"] == 2
+    (chunks_file,) = raw["tables"]["chunks"]["files"]
+    assert chunks_file["path"] == CHUNKS_FILE and chunks_file["rows"] == 3
+    assert len(chunks_file["sha256"]) == 64
     assert manifest.tables["topics"].rows == 2
     assert manifest.tables["partitions"].rows == 7  # orders 5 + payments 2
     assert manifest.tables["chunks"].rows == 3
@@ -189,7 +200,10 @@ def test_the_export_audits_clean(exported: Exported, tmp_path: Path) -> None:
     orders = timelines[("orders", 0)]
     assert [c["start_offset"] for c in orders["chunks"]] == [0, 100, 200]
     assert "<svg" in (report / "report.html").read_text(encoding="utf-8")
-    assert "saving the Spark driver's class archive" in done.stderr
+    # the one line on stderr: no JVM start-up lines, no log output
+    assert [line for line in done.stderr.splitlines() if line.strip()] == [
+        "audit: saving the Spark driver's class archive for faster starts (once)"], done.stderr
+    assert done.stdout.startswith("audit: clean: nothing found; exit 0: no rule fired")
     archives = list((cache / "spark-cds").glob("*.jsa"))
     assert len(archives) == 1 and archives[0].stat().st_size > 1_000_000
     record = json.loads(archives[0].with_suffix(".json").read_text(encoding="utf-8"))
@@ -248,3 +262,22 @@ def test_a_crafted_bad_snapshot_fails_with_the_right_row(exported: Exported,
                                                                          second + 5)
     markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert "### `chunks.contiguous` (error)" in markdown
+
+
+def test_damaged_exports_fail_with_one_line_naming_the_file(exported: Exported,
+                                                            tmp_path: Path) -> None:
+    lines = {}
+    for damage in ("listed file deleted", "bad data page, summed"):
+        copy = tmp_path / damage.replace(" ", "-").replace(",", "") / "export"
+        shutil.copytree(exported.directory, copy)
+        expected = DAMAGES[damage](copy)
+        done, value = audit(copy, copy.parent / "report")
+        assert done.returncode == expected.exit_code == 2, f"{done.stdout}\n{done.stderr}"
+        (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+        assert line.startswith("chunkraft audit: error: ") and str(copy / CHUNKS_FILE) in line
+        for fragment in expected.fragments:
+            assert fragment in line, line
+        assert value["status"] == "error" and value["message"] in line
+        lines[damage] = line
+    # the second failed inside Spark's executor, reading the page
+    assert "cannot read" in lines["bad data page, summed"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from chunkraft.client.command_config import CommandConfig
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.export.manifest import ExportKind, Manifest
 from chunkraft.export.tables import TABLES_BY_NAME, table_to_records
-from chunkraft.records.uuids import parse_kafka_uuid
+from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.cluster_client import image_from_snapshot
 
@@ -77,7 +76,8 @@ def test_bootstrap_export_is_the_controllers_image(cluster: LocalCluster, admin:
                        timeout=30)
     assert answer.status_code == 200
     image = image_from_snapshot(answer.content, int(answer.headers["x-metadata-offset"]))
-    assert uuid.UUID(manifest.cluster_id) == parse_kafka_uuid(answer.headers["x-cluster-id"])
+    # the manifest spells the cluster id as Kafka does (base64)
+    assert manifest.cluster_id == kafka_uuid_str(parse_kafka_uuid(answer.headers["x-cluster-id"]))
     records = list(image.to_records())
     for table in ("topics", "partitions", "chunks", "acls"):
         spec = TABLES_BY_NAME[table]
@@ -179,7 +179,7 @@ def test_broker_state_export_is_what_the_broker_holds(cluster: LocalCluster,
     assert done.returncode == 0, done.stderr
     manifest = Manifest.read(out)
     assert (manifest.kind, manifest.broker_id) == (ExportKind.BROKER_STATE, broker_id)
-    assert uuid.UUID(manifest.cluster_id) == parse_kafka_uuid(cluster.cluster_id)
+    assert manifest.cluster_id == kafka_uuid_str(parse_kafka_uuid(cluster.cluster_id))
     view = local_view()
     logs = {(r.topic, r.partition_id): r for r in read_rows(out, "local_logs")}
     assert set(logs) == {(p["topic"], p["partition"]) for p in view["partitions"]}

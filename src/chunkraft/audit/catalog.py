@@ -56,6 +56,11 @@ RULES: tuple[Rule, ...] = (
          "start <= stop <= end in every inactive chunk",
          "An inactive chunk's StartOffset <= StopOffset <= EndOffset.",
          "chunk 100 of orders-3 has StopOffset 120 and EndOffset 110"),
+    Rule("chunks.epoch", Severity.ERROR,
+         "ChunkEpoch = Epoch in every inactive chunk",
+         "An inactive chunk's ChunkEpoch equals its Epoch, as the controller requires of every "
+         "ChunkRecord it writes (records/validation.py).",
+         "chunk 100 of orders-3 has ChunkEpoch 4 but Epoch 5"),
     Rule("chunks.contiguous", Severity.ERROR,
          "inactive chunks follow each other without gap or overlap",
          "Ordered by StartOffset, each inactive chunk after the first starts at the previous "
@@ -93,6 +98,13 @@ RULES: tuple[Rule, ...] = (
          "the ISR is a non-empty subset of the replicas",
          "Every partition's and chunk's ISR is not empty and every ISR member is a replica.",
          "orders-3 has ISR [4] but replicas [1, 2, 3]"),
+    Rule("replicas.lists", Severity.ERROR,
+         "adding and removing replicas are replicas; no list names a broker twice",
+         "Every partition's and chunk's adding and removing replicas are among its replicas, "
+         "and its ISR, adding and removing replicas each name a broker at most once "
+         "(replicas.distinct checks the replicas themselves), as the controller requires of "
+         "every record it writes (records/validation.py).",
+         "chunk 0 of orders-3 is adding broker 5, which is not among its replicas [1, 2, 3]"),
     Rule("replicas.leader_in_isr", Severity.ERROR,
          "the leader is in the ISR",
          "A partition with a leader (>= 0) has it in its ISR.",

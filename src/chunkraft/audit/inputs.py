@@ -1,17 +1,21 @@
 """What an audit reads and how it is tuned: input directories (checked) and settings.
 
 Both engines take an :class:`AuditInputs` (the manifests already read and checked against each
-other) and :class:`AuditSettings`; a problem with the inputs raises :class:`AuditInputError`,
-which the job turns into exit code 2.
+other, every listed file verified against its manifest: :mod:`chunkraft.export.verify`) and
+:class:`AuditSettings`; a problem with the inputs raises :class:`AuditInputError`, which the
+job turns into exit code 2. The engines read exactly the files the manifests list.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from chunkraft.errors import ChunkraftError
-from chunkraft.export.manifest import ExportError, ExportKind, Manifest
+from chunkraft.export.manifest import MANIFEST_NAME, ExportError, ExportKind, Manifest
+from chunkraft.export.signature import check_signature
+from chunkraft.export.verify import VerifiedExport, verify_export
 
 __all__ = ["AuditInputError", "AuditInputs", "AuditSettings", "ExportInput"]
 
@@ -22,14 +26,28 @@ class AuditInputError(ChunkraftError):
 
 @dataclass(frozen=True)
 class ExportInput:
-    """One export directory and its manifest."""
+    """One export directory, its manifest and what verifying its files found (None when the
+    input was not verified: tests that build one by hand)."""
 
     path: Path
     manifest: Manifest
+    verified: VerifiedExport | None = None
 
     def table_path(self, table: str) -> Path:
         """The directory holding ``table``'s Parquet files."""
         return self.path / table
+
+    def table_files(self, table: str) -> list[Path]:
+        """The files of ``table`` the manifest lists, in its order (none if the table is not
+        in the manifest): the only files an engine reads."""
+        entry = self.manifest.tables.get(table)
+        return [] if entry is None else [self.path / f for f in entry.files]
+
+    def rows(self) -> dict[str, int]:
+        """Rows per table: counted in the listed files when verified, else the manifest's."""
+        if self.verified is not None:
+            return dict(sorted(self.verified.rows.items()))
+        return {name: t.rows for name, t in sorted(self.manifest.tables.items())}
 
 
 @dataclass(frozen=True)
@@ -39,16 +57,30 @@ class AuditInputs:
     snapshot: ExportInput
     previous: ExportInput | None = None
     broker_states: tuple[ExportInput, ...] = ()
+    verify_seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def notices(self) -> list[str]:
+        """What verifying the inputs found that is not an error (unlisted files ignored,
+        manifests without checksums), in input order."""
+        exports = [self.snapshot, *([self.previous] if self.previous else []),
+                   *self.broker_states]
+        return [n for e in exports if e.verified is not None for n in e.verified.notices]
 
     @staticmethod
     def load(snapshot: str | Path, previous: str | Path | None = None,
-             broker_states: tuple[str | Path, ...] = ()) -> AuditInputs:
-        """Reads and cross-checks the manifests: the right kinds, one cluster, the previous
+             broker_states: tuple[str | Path, ...] = (), *, key: bytes | None = None,
+             checksums: bool = True) -> AuditInputs:
+        """Reads, verifies and cross-checks the manifests: each input's listed files as its
+        manifest records them (``checksums=False`` skips only the SHA-256 comparison), its
+        signature when a ``key`` is given, the right kinds, one cluster, the previous
         snapshot not newer than the audited one, one state per broker."""
-        current = _read(snapshot, ExportKind.CONTROLLER_SNAPSHOT, "--snapshot")
+        began = time.perf_counter()
+        current = _read(snapshot, ExportKind.CONTROLLER_SNAPSHOT, "--snapshot", key, checksums)
         earlier = (None if previous is None
-                   else _read(previous, ExportKind.CONTROLLER_SNAPSHOT, "--previous"))
-        states = tuple(_read(p, ExportKind.BROKER_STATE, "--brokers-state")
+                   else _read(previous, ExportKind.CONTROLLER_SNAPSHOT, "--previous", key,
+                              checksums))
+        states = tuple(_read(p, ExportKind.BROKER_STATE, "--brokers-state", key, checksums)
                        for p in broker_states)
         cluster = current.manifest.cluster_id
         for other in ([earlier] if earlier else []) + list(states):
@@ -67,21 +99,28 @@ class AuditInputs:
                     f"{state.path} and {seen[state.manifest.broker_id]} are both the state of "
                     f"broker {state.manifest.broker_id}")
             seen[state.manifest.broker_id] = state.path
-        return AuditInputs(current, earlier, states)
+        return AuditInputs(current, earlier, states, time.perf_counter() - began)
 
 
-def _read(path: str | Path, kind: ExportKind, option: str) -> ExportInput:
+def _read(path: str | Path, kind: ExportKind, option: str, key: bytes | None,
+          checksums: bool) -> ExportInput:
     directory = Path(path)
     if not directory.is_dir():
         raise AuditInputError(f"{option} {directory}: no such directory")
     try:
         manifest = Manifest.read(directory)
+        if key is not None:
+            check_signature(manifest, key, MANIFEST_NAME)
     except ExportError as error:
         raise AuditInputError(f"{option} {directory}: {error}") from error
     if manifest.kind is not kind:
         raise AuditInputError(
             f"{option} {directory} is a {manifest.kind.value} export, not a {kind.value}")
-    return ExportInput(directory, manifest)
+    try:
+        verified = verify_export(directory, manifest, checksums=checksums)
+    except ExportError as error:
+        raise AuditInputError(f"{option}: {error}") from error
+    return ExportInput(directory, manifest, verified)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The audit job: ``chunkraft audit ...`` and ``spark-submit deploy/spark/audit_job.py ...``.
 
 Exit status: 0 when no rule at least ``--fail-on`` fired, 1 when one did, 2 when the job
-itself failed (bad input, Spark failure): then one line goes to stderr and, if ``--report``
-is writable, ``report.json`` says ``"status": "error"``.
+itself failed (bad input, an input file missing or differing from its manifest, Spark
+failure): then one line goes to stderr and, if ``--report`` is writable, ``report.json`` says
+``"status": "error"``.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from typing import TYPE_CHECKING
 from chunkraft.audit.catalog import Severity
 from chunkraft.audit.inputs import AuditInputError, AuditInputs, AuditSettings
 from chunkraft.audit.model import AuditReport
+from chunkraft.export.manifest import ExportError
 
 if TYPE_CHECKING:  # pyspark is imported only when the Spark engine runs
     from pyspark.sql import SparkSession
 
     from chunkraft.audit.spark.session import LaunchedDriver
 
-__all__ = ["add_arguments", "build_parser", "main", "parse_duration", "run"]
+__all__ = ["add_arguments", "build_parser", "main", "outcome_line", "parse_duration", "run"]
 
 _UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -65,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=("error", "warning"), default="warning")
     parser.add_argument("--conf", type=_conf, action="append", default=[], metavar="K=V",
                         help="a Spark setting (repeatable)")
+    parser.add_argument("--manifest-key-file", type=Path, metavar="FILE",
+                        help="HMAC key: every input's manifest must be signed with it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _audit(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> AuditReport:
-    inputs = AuditInputs.load(args.snapshot, args.previous, tuple(args.brokers_state))
+    key = None
+    if args.manifest_key_file is not None:
+        from chunkraft.export.signature import read_key
+
+        try:
+            key = read_key(args.manifest_key_file)
+        except ExportError as error:
+            raise AuditInputError(str(error)) from error
+    inputs = AuditInputs.load(args.snapshot, args.previous, tuple(args.brokers_state), key=key)
     settings = AuditSettings(sample_size=args.sample_size,
                              fenced_threshold_ms=args.fenced_threshold,
                              stuck_move_threshold_ms=args.stuck_move_threshold,
@@ -92,7 +104,25 @@ def _audit(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> AuditRepo
                                     ClassArchive.for_this_installation())
     if launched is not None:
         cleanup.callback(_stop, spark, launched)
-    return run_spark(spark, inputs, settings)
+    try:
+        return run_spark(spark, inputs, settings)
+    except Exception as error:
+        from chunkraft.audit.spark.errors import describe_spark_error
+
+        raise _SparkFailure(describe_spark_error(error, _input_files(inputs))) from error
+
+
+class _SparkFailure(Exception):
+    """A Spark failure, already described in one line."""
+
+
+def _input_files(inputs: AuditInputs) -> list[Path]:
+    exports = [inputs.snapshot, *([inputs.previous] if inputs.previous else []),
+               *inputs.broker_states]
+    # Spark names a file by its absolute path, symbolic links kept: match either spelling.
+    return sorted({form for export in exports for table in export.manifest.tables
+                   for path in export.table_files(table)
+                   for form in (path.absolute(), path.resolve())})
 
 
 def _stop(spark: SparkSession, launched: LaunchedDriver) -> None:
@@ -112,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> int:
     try:
         report = _audit(args, cleanup)
-    except AuditInputError as error:
+    except (AuditInputError, ExportError, _SparkFailure) as error:
         return _fail(args, str(error))
     except Exception as error:  # a Spark or I/O failure: the scheduler must see status 2
         first = str(error).splitlines()[0] if str(error) else ""
@@ -123,10 +153,20 @@ def _run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> int:
 
         write_reports(report, args.report)
     status = report.exit_code()
-    fired = [f"{r.rule_id} ({r.count})" for r in report.rules if r.count]
-    print(f"audit: {'violations: ' + ', '.join(fired) if fired else 'clean'}"
-          f"{'' if args.report is None else f'; report in {args.report}'}", flush=True)
+    print(outcome_line(report) + ("" if args.report is None else f"; report in {args.report}"),
+          flush=True)
+    for notice in report.notices:
+        print(f"audit: note: {notice}", file=sys.stderr, flush=True)
     return status
+
+
+def outcome_line(report: AuditReport) -> str:
+    """The job's one line on stdout: the status, every rule that fired, and what decided
+    the exit status."""
+    fired = [f"{r.rule_id} ({r.count})" for r in report.rules if r.count]
+    status = report.to_json()["status"]
+    found = f"found {', '.join(fired)}" if fired else "nothing found"
+    return f"audit: {status}: {found}; {report.decision()}"
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

@@ -186,6 +186,7 @@ class AuditReport:
     diff: DiffSummary | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)  # inputs' unlisted files, old manifests
     fail_on: Severity = Severity.WARNING  # the job's --fail-on: what status and exit code count
     schema_version: int = REPORT_SCHEMA_VERSION
 
@@ -198,6 +199,25 @@ class AuditReport:
         job errors)."""
         return 1 if self.violations(fail_on or self.fail_on) > 0 else 0
 
+    def below_fail_on(self) -> list[RuleResult]:
+        """Rules that fired but are less severe than ``fail_on``: found, not failing."""
+        return [r for r in self.rules if r.fired and r.severity.rank < self.fail_on.rank]
+
+    def decision(self) -> str:
+        """One sentence: what decided the exit status (``report.json``'s ``decided_by``)."""
+        failing = [r for r in self.rules if r.fired and r.severity.rank >= self.fail_on.rank]
+        below = self.below_fail_on()
+        if failing:
+            names = ", ".join(f"{r.rule_id} ({r.count:,})" for r in failing)
+            return (f"exit 1: {len(failing)} rule{'s' if len(failing) > 1 else ''} of severity "
+                    f"{self.fail_on.value} or above fired: {names} (--fail-on "
+                    f"{self.fail_on.value})")
+        if below:
+            names = ", ".join(f"{r.rule_id} ({r.count:,}, {r.severity.value})" for r in below)
+            return (f"exit 0: only rules below --fail-on {self.fail_on.value} fired: {names}; "
+                    "they are reported but do not fail the audit")
+        return f"exit 0: no rule fired (--fail-on {self.fail_on.value})"
+
     def to_json(self) -> dict[str, Any]:
         value = asdict(self)
         for rule, result in zip(value["rules"], self.rules, strict=True):
@@ -205,4 +225,6 @@ class AuditReport:
             rule["title"] = RULES_BY_ID[result.rule_id].title
         value["fail_on"] = self.fail_on.value
         value["status"] = "violations" if self.exit_code() else "clean"
+        value["exit_code"] = self.exit_code()
+        value["decided_by"] = self.decision()
         return value

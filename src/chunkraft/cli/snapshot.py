@@ -44,6 +44,9 @@ def register(commands: Subcommands) -> None:
                              "the CHUNKRAFT_TOKEN environment variable")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the export directory to create (must not exist)")
+    parser.add_argument("--signing-key-file", metavar="FILE",
+                        help="sign the manifest with HMAC-SHA256 under the key in FILE "
+                             "(chunkraft audit --manifest-key-file checks it)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes decoding a large snapshot (default: 2 for 32 MiB or "
                              "more on 2+ cores, else 1)")
@@ -62,21 +65,28 @@ def _export(args: argparse.Namespace) -> int:
     try:
         if args.workers is not None and args.workers < 1:
             raise ExportError("--workers must be at least 1")
+        key = None
+        if args.signing_key_file is not None:
+            from chunkraft.export.signature import read_key
+
+            key = read_key(args.signing_key_file)
         if args.snapshot is not None:
             from chunkraft.export.snapshot_export import export_snapshot
 
-            manifest = export_snapshot(args.snapshot, args.out, workers=args.workers)
+            manifest = export_snapshot(args.snapshot, args.out, workers=args.workers,
+                                       signing_key=key)
         else:
             config = load_command_config(args.command_config)
             if args.bootstrap is not None:
                 from chunkraft.export.download import export_from_controller
 
                 manifest = export_from_controller(args.bootstrap, args.out, config,
-                                                  workers=args.workers)
+                                                  workers=args.workers, signing_key=key)
             else:
                 from chunkraft.export.broker_export import export_broker_state
 
-                manifest = export_broker_state(args.broker, args.out, config)
+                manifest = export_broker_state(args.broker, args.out, config,
+                                               signing_key=key)
     except (ExportError, CommandConfigError, ToolError) as error:
         return fail("snapshot", str(error))
     except KeyboardInterrupt:

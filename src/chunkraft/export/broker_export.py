@@ -107,8 +107,9 @@ def broker_state_rows(answer: dict[str, Any]) -> dict[str, list[Any]]:
 
 def export_broker_state(bootstrap: str, out: str | os.PathLike[str],
                         config: CommandConfig | None = None, *,
-                        timeout: float = 60.0) -> Manifest:
-    """Asks the broker agent at ``bootstrap`` for its state and writes it to the new ``out``."""
+                        timeout: float = 60.0, signing_key: bytes | None = None) -> Manifest:
+    """Asks the broker agent at ``bootstrap`` for its state and writes it to the new ``out``
+    (its manifest signed with ``signing_key`` if given: :mod:`chunkraft.export.signature`)."""
     if Path(out).exists():
         raise ExportError(f"{out} already exists; an export never overwrites")
     url, answer = fetch_json(bootstrap, LOCAL_REPLICAS_PATH, config, timeout)
@@ -133,5 +134,5 @@ def export_broker_state(bootstrap: str, out: str | os.PathLike[str],
         source=url,
         broker_id=int(answer["node_id"]),
     )
-    write_export(out, manifest, tables, BROKER_STATE_TABLES)
+    write_export(out, manifest, tables, BROKER_STATE_TABLES, signing_key)
     return Manifest.read(Path(out))

@@ -10,6 +10,7 @@ overwritten.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -23,14 +24,33 @@ from types import TracebackType
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chunkraft.export.manifest import MANIFEST_NAME, ExportError, Manifest, TableEntry
+from chunkraft.export.manifest import (
+    MANIFEST_NAME,
+    ExportError,
+    FileEntry,
+    Manifest,
+    TableEntry,
+    kafka_cluster_id,
+)
 from chunkraft.export.tables import TableSpec
 from chunkraft.records.files._fsync import fsync_directory
 
-__all__ = ["ExportDirectory", "TableWriter", "remove_partial_exports", "write_export"]
+__all__ = ["ExportDirectory", "TableWriter", "file_entry", "remove_partial_exports",
+           "sha256_of", "write_export"]
 
 COMPRESSION = "zstd"
 _TMP_MARK = ".tmp-"
+
+
+def sha256_of(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def file_entry(root: Path, path: Path, rows: int) -> FileEntry:
+    """The manifest's facts of a written file: path under ``root``, size, rows, SHA-256."""
+    return FileEntry(str(path.relative_to(root)), path.stat().st_size, rows, sha256_of(path))
 
 
 class TableWriter:
@@ -66,8 +86,9 @@ class ExportDirectory:
     temporary directory, so the target never appears half written.
     """
 
-    def __init__(self, target: str | os.PathLike[str]) -> None:
+    def __init__(self, target: str | os.PathLike[str], signing_key: bytes | None = None) -> None:
         self.target = Path(target)
+        self.signing_key = signing_key
         if self.target.exists():
             raise ExportError(f"{self.target} already exists; an export never overwrites")
         self.target.parent.mkdir(parents=True, exist_ok=True)
@@ -96,8 +117,10 @@ class ExportDirectory:
 
     def commit(self, manifest: Manifest, specs: tuple[TableSpec, ...]) -> Path:
         """Closes every table (an empty file for a table never written), writes the manifest
-        with their row counts and files and renames the directory into place. Returns the
-        target."""
+        with their row counts and each file's size, rows and SHA-256 (read back from the
+        closed, synced file, so it covers exactly the bytes on disk), optionally signs it
+        (``manifest.signature`` set by the caller is replaced: see :mod:`.signature`), and
+        renames the directory into place. Returns the target."""
         entries: dict[str, TableEntry] = {}
         for spec in specs:
             parts = list(self._parts.get(spec.name, ()))
@@ -106,11 +129,17 @@ class ExportDirectory:
                 writer.close()
                 parts.append((writer.path, writer.rows))
             parts.sort()
+            checks = tuple(file_entry(self.work, path, rows) for path, rows in parts)
             entries[spec.name] = TableEntry(
-                sum(rows for _, rows in parts),
-                tuple(str(path.relative_to(self.work)) for path, _ in parts), spec.columns)
-        final = replace(manifest, tables=entries,
+                sum(rows for _, rows in parts), tuple(c.path for c in checks), spec.columns,
+                checks)
+        final = replace(manifest, tables=entries, signature=None,
+                        cluster_id=kafka_cluster_id(manifest.cluster_id),
                         exported_at_ms=manifest.exported_at_ms or int(time.time() * 1000))
+        if self.signing_key is not None:
+            from chunkraft.export.signature import sign
+
+            final = sign(final, self.signing_key)
         manifest_path = self.work / MANIFEST_NAME
         with open(manifest_path, "w", encoding="utf-8") as file:
             json.dump(final.to_json(), file, indent=2)
@@ -144,10 +173,11 @@ class ExportDirectory:
 
 
 def write_export(target: str | os.PathLike[str], manifest: Manifest,
-                 tables: Mapping[str, pa.Table], specs: tuple[TableSpec, ...]) -> Path:
+                 tables: Mapping[str, pa.Table], specs: tuple[TableSpec, ...],
+                 signing_key: bytes | None = None) -> Path:
     """Writes whole Arrow tables as an export at ``target`` (atomically); a table of ``specs``
     missing from ``tables`` is written empty."""
-    with ExportDirectory(target) as export:
+    with ExportDirectory(target, signing_key) as export:
         for spec in specs:
             if spec.name in tables:
                 export.table(spec).write(tables[spec.name])

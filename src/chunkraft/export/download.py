@@ -123,7 +123,8 @@ def fetch_json(bootstrap: str, path: str, config: CommandConfig | None = None,
 
 def export_from_controller(bootstrap: str, out: str | os.PathLike[str],
                            config: CommandConfig | None = None, *, timeout: float = 60.0,
-                           workers: int | None = None) -> Manifest:
+                           workers: int | None = None,
+                           signing_key: bytes | None = None) -> Manifest:
     """Downloads a controller's snapshot into a hidden directory next to ``out``, exports it
     to ``out`` (the manifest's source is the URL) and removes the download, whatever happens."""
     out = Path(out)
@@ -132,6 +133,7 @@ def export_from_controller(bootstrap: str, out: str | os.PathLike[str],
     scratch = out.parent / f".{out.name}.download-{secrets.token_hex(4)}"
     try:
         url, path = download_snapshot(bootstrap, scratch, config, timeout)
-        return export_snapshot(path, out, workers=workers, source_label=url)
+        return export_snapshot(path, out, workers=workers, source_label=url,
+                               signing_key=signing_key)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -166,8 +166,10 @@ def _default_workers(source: SnapshotSource) -> int:
 
 def export_snapshot(source: str | os.PathLike[str], out: str | os.PathLike[str], *,
                     workers: int | None = None, row_group_rows: int = ROW_GROUP_ROWS,
-                    source_label: str | None = None) -> Manifest:
-    """Exports the snapshot file or Raft dump ``source`` to the new directory ``out``.
+                    source_label: str | None = None,
+                    signing_key: bytes | None = None) -> Manifest:
+    """Exports the snapshot file or Raft dump ``source`` to the new directory ``out``
+    (its manifest signed with ``signing_key`` if given: :mod:`chunkraft.export.signature`).
 
     ``workers``: processes decoding in parallel (None: 2 for sources of 32 MiB or more on a
     machine with 2+ cores, else 1). ``source_label`` is what the manifest names as the source
@@ -180,7 +182,7 @@ def export_snapshot(source: str | os.PathLike[str], out: str | os.PathLike[str],
     parts = workers if workers is not None else _default_workers(snapshot)
     if parts < 1:
         raise ValueError("workers must be at least 1")
-    with ExportDirectory(out) as export:
+    with ExportDirectory(out, signing_key) as export:
         try:
             if parts == 1:
                 results = [_export_part(snapshot, export.work, 0, 1, row_group_rows)]

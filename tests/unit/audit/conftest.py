@@ -78,7 +78,8 @@ class ScenarioAudits:
 
     @staticmethod
     def scenario(name: str) -> Scenario:
-        from tests.support.audit_snapshots import CORRUPTIONS, clean_scenario
+        from tests.support.audit_corruptions import CORRUPTIONS
+        from tests.support.audit_snapshots import clean_scenario
 
         return clean_scenario() if name == "clean" else CORRUPTIONS[name]()
 
@@ -94,7 +95,7 @@ class ScenarioAudits:
     def report(self, name: str, settings: AuditSettings | None = None) -> AuditReport:
         with self._lock:
             if self._pool is None:
-                from tests.support.audit_snapshots import CORRUPTIONS
+                from tests.support.audit_corruptions import CORRUPTIONS
 
                 self._pool = ThreadPoolExecutor(self.AUDIT_THREADS,
                                                 thread_name_prefix="scenario-audit")

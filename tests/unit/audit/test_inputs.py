@@ -71,3 +71,34 @@ def test_one_state_per_broker(tmp_path: Path) -> None:
     again = _export(tmp_path / "b0-again", ExportKind.BROKER_STATE, broker_id=0)
     with pytest.raises(AuditInputError, match="both the state of broker 0"):
         AuditInputs.load(snapshot, broker_states=(first, again))
+
+
+def test_inputs_are_verified_and_their_notices_kept(tmp_path: Path) -> None:
+    snapshot = _export(tmp_path / "now")
+    state = _export(tmp_path / "b0", ExportKind.BROKER_STATE, broker_id=0)
+    stray = state / "local_logs" / "part-00042.parquet"
+    stray.write_bytes((state / "local_logs" / "part-00000.parquet").read_bytes())
+    inputs = AuditInputs.load(snapshot, broker_states=(state,))
+    assert inputs.snapshot.verified is not None and inputs.snapshot.verified.checksummed
+    assert inputs.snapshot.rows() == {spec.name: 0 for spec in CONTROLLER_TABLES}
+    assert inputs.notices == [f"{stray}: in table directory local_logs/ but not listed in the "
+                              "manifest; ignored"]
+    assert inputs.broker_states[0].table_files("local_logs") == [
+        state / "local_logs" / "part-00000.parquet"]
+    (snapshot / "topics" / "part-00000.parquet").unlink()
+    with pytest.raises(AuditInputError, match=r"^--snapshot: .*topics/part-00000.parquet: "
+                                               r"listed in the manifest but missing$"):
+        AuditInputs.load(snapshot)
+
+
+def test_with_a_key_every_manifest_must_be_signed_with_it(tmp_path: Path) -> None:
+    key = b"k" * 32
+    manifest = Manifest(ExportKind.CONTROLLER_SNAPSHOT, "c1", 10, 1, 1_000, 0, "test")
+    signed = write_export(tmp_path / "signed", manifest, {}, CONTROLLER_TABLES, signing_key=key)
+    unsigned = _export(tmp_path / "unsigned")
+    assert AuditInputs.load(signed, key=key).snapshot.manifest.signature is not None
+    with pytest.raises(AuditInputError, match=r"--snapshot .*unsigned: manifest.json: the "
+                                               r"manifest is not signed"):
+        AuditInputs.load(unsigned, key=key)
+    with pytest.raises(AuditInputError, match="does not match the key"):
+        AuditInputs.load(signed, key=b"x" * 32)

@@ -16,6 +16,7 @@ from chunkraft.export.snapshot_export import export_snapshot
 from chunkraft.export.tables import CONTROLLER_TABLES, table_to_records
 from chunkraft.records import ChunkRecord, encode_record
 from chunkraft.records.files import read_batches, write_snapshot
+from chunkraft.records.uuids import kafka_uuid_str
 from tests.unit.export.samples import (
     APPEND_TIME_MS,
     CLUSTER_ID,
@@ -50,7 +51,7 @@ def test_a_checkpoint_exports_the_image(tmp_path: Path, workers: int) -> None:
     manifest = export_snapshot(path, tmp_path / "out", workers=workers, row_group_rows=2)
     assert (manifest.kind, manifest.offset, manifest.epoch) == (
         ExportKind.CONTROLLER_SNAPSHOT, 41, 2)
-    assert manifest.cluster_id == str(CLUSTER_ID)
+    assert manifest.cluster_id == kafka_uuid_str(CLUSTER_ID)
     assert manifest.snapshot_time_ms == APPEND_TIME_MS
     assert manifest.source == str(path) and manifest.broker_id is None
     assert exported_records(tmp_path / "out") == image_tables()
@@ -64,7 +65,8 @@ def test_a_raft_dump_exports_its_image(tmp_path: Path) -> None:
     write_dump(dump, image=image, cluster_id=CLUSTER_ID, keys=[], last_entry=(b"", 9, 4),
                previous_entry=(b"", 8, 4), members=["127.0.0.1:1"])
     manifest = export_snapshot(dump, tmp_path / "out")
-    assert (manifest.offset, manifest.epoch, manifest.cluster_id) == (77, 4, str(CLUSTER_ID))
+    assert (manifest.offset, manifest.epoch) == (77, 4)
+    assert manifest.cluster_id == kafka_uuid_str(CLUSTER_ID)
     assert manifest.snapshot_time_ms > 0
     assert exported_records(tmp_path / "out") == image_tables()
 

@@ -9,6 +9,7 @@ start offset): the window checks then compare neighbouring rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -18,11 +19,13 @@ import pyarrow.parquet as pq
 from chunkraft.audit.arrow.columns import Slots, array, partition_key
 from chunkraft.audit.inputs import AuditInputs, ExportInput
 from chunkraft.export.tables import TABLES_BY_NAME
+from chunkraft.export.verify import ExportIntegrityError
 
 __all__ = ["BrokerStates", "Snapshot", "Topics", "read_inputs", "read_table"]
 
 _CHUNK_COLUMNS = ("topic_id", "partition_id", "start_offset", "start_timestamp", "stop_offset",
-                  "end_offset", "replicas", "isr", "removing_replicas", "adding_replicas")
+                  "end_offset", "chunk_epoch", "epoch", "replicas", "isr", "removing_replicas",
+                  "adding_replicas")
 _PARTITION_COLUMNS = ("topic_id", "partition_id", "replicas", "isr", "removing_replicas",
                       "adding_replicas", "leader", "start_offset", "start_timestamp",
                       "prior_partition_epochs")
@@ -44,12 +47,22 @@ def read_table(export: ExportInput, name: str, columns: tuple[str, ...] | None =
         table = schema.empty_table()
         parts = [table]
     else:
-        parts = [pq.read_table(export.path / f, columns=list(schema.names),
-                               read_dictionary=list(dictionary) or None) for f in entry.files]
+        parts = [_read_file(export.path / f, schema, dictionary) for f in entry.files]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _read_file(path: Path, schema: pa.Schema, dictionary: tuple[str, ...]) -> pa.Table:
+    """One listed file with the declared types; a file that cannot be decoded or cast raises
+    ExportIntegrityError naming it (the job's exit 2), as the Spark engine does."""
     target = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
                         if f.name in dictionary else f for f in schema])
-    parts = [part if part.schema == target else part.cast(target) for part in parts]
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    try:
+        part = pq.read_table(path, columns=list(schema.names),
+                             read_dictionary=list(dictionary) or None)
+        return part if part.schema == target else part.cast(target)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ExportIntegrityError(f"cannot read {path}: {first}") from None
 
 
 @dataclass(frozen=True)

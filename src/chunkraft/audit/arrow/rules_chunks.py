@@ -42,6 +42,13 @@ def chunk_rules(snap: Snapshot) -> list[Found]:
         partition_id=c["partition_id"].take(bad), start_offset=start.take(bad),
         stop=stop.take(bad), end=end.take(bad)))
 
+    chunk_epoch, epoch = array(c["chunk_epoch"]), array(c["epoch"])
+    bad = indices_where(pc.not_equal(chunk_epoch, epoch))
+    out.append(found(
+        "chunks.epoch", len(bad), _epoch_detail, tcode=c["tcode"].take(bad),
+        partition_id=c["partition_id"].take(bad), start_offset=start.take(bad),
+        chunk_epoch=chunk_epoch.take(bad), epoch=epoch.take(bad)))
+
     # windows: pair i is (row i, row i + 1) of the sorted chunks, within one partition
     p_key, n_key = shifted(array(c["pkey"]))
     same = pc.equal(p_key, n_key)
@@ -96,6 +103,10 @@ def chunk_rules(snap: Snapshot) -> list[Found]:
 def _ordered_detail(r: dict[str, Any]) -> str:
     return (f"start {r['start_offset']}, stop {r['stop']}, end {r['end']}: "
             "not start <= stop <= end")
+
+
+def _epoch_detail(r: dict[str, Any]) -> str:
+    return f"ChunkEpoch {r['chunk_epoch']} but Epoch {r['epoch']}: they must be equal"
 
 
 def _contiguous_detail(r: dict[str, Any]) -> str:

@@ -99,6 +99,21 @@ def replica_rules(snap: Snapshot, prev: Snapshot | None, settings: AuditSettings
         lambda r: (f"{r['kind']} has ISR [{lists(r, 'isr')}] but replicas "
                    f"[{lists(r, 'replicas')}]")))
 
+    def misfit(isr: Slots, adding: Slots, removing: Slots, replicas: Slots) -> pa.Array:
+        out = pc.or_(isr.has_duplicates(), pc.or_(adding.has_duplicates(),
+                                                   removing.has_duplicates()))
+        return pc.or_(out, pc.invert(pc.and_(adding.all_in(replicas),
+                                             removing.all_in(replicas))))
+
+    out.append(both(
+        "replicas.lists",
+        misfit(snap.p_isr, snap.p_adding, snap.p_removing, snap.p_replicas),
+        misfit(snap.c_isr, snap.c_adding, snap.c_removing, snap.c_replicas),
+        lambda r: (f"{r['kind']} {r['start_offset']} has ISR [{lists(r, 'isr')}], adding "
+                   f"[{lists(r, 'adding_replicas')}], removing "
+                   f"[{lists(r, 'removing_replicas')}] for replicas "
+                   f"[{lists(r, 'replicas')}]")))
+
     leader = p["leader"]
     out.append(both(
         "replicas.leader_in_isr",

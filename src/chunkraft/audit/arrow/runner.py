@@ -34,7 +34,7 @@ def export_summary(export: ExportInput) -> ExportSummary:
     m = export.manifest
     return ExportSummary(path=str(export.path), kind=m.kind.value, cluster_id=m.cluster_id,
                          offset=m.offset, epoch=m.epoch, snapshot_time_ms=m.snapshot_time_ms,
-                         rows={name: t.rows for name, t in sorted(m.tables.items())},
+                         rows=export.rows(),
                          broker_id=m.broker_id)
 
 
@@ -90,5 +90,6 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> AuditReport:
         snapshot=export_summary(inputs.snapshot),
         broker_states=[export_summary(s) for s in inputs.broker_states],
         rules=results, load=load, timelines=drawn, diff=summary,
-        seconds={k: round(v, 3) for k, v in seconds.items()},
-        settings=dataclasses.asdict(settings))
+        seconds={**{k: round(v, 3) for k, v in seconds.items()},
+                 "verify": round(inputs.verify_seconds, 3)},
+        settings=dataclasses.asdict(settings), notices=inputs.notices)

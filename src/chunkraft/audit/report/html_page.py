@@ -1,8 +1,12 @@
 """``report.html``: one self-contained page an operator looks at rather than reads.
 
 Inline CSS and inline SVG only: no script, no font or style sheet from the network, so the file
-can be mailed, attached to a ticket or opened offline. A status banner comes first, then the
-violations by rule, the load, the chunk timelines, the diff and the offending rows. Every value
+can be mailed, attached to a ticket or opened offline. What a person opening it after a failed
+audit wants comes first, inside the first screen: a status banner and a summary box (status,
+what decided the exit status, rule counts, notices about the inputs), then the violations
+table (rule, topic, partition, chunk, broker, detail; each row linking to its partition's
+timeline when that partition is drawn). The charts follow: violations by rule, the load, the
+chunk timelines, the diff; then every rule's offending rows and the run's details. Every value
 from the data is escaped (:func:`esc`), in text and in attributes.
 """
 
@@ -34,6 +38,7 @@ from chunkraft.audit.report.text import (
     format_ratio,
     partition_name,
     plural,
+    rule_counts,
     status_line,
     summary_rows,
 )
@@ -55,16 +60,24 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 svg.chart{display:block;max-width:100%;height:auto;background:#fff;margin:8px 0 16px}
 details{margin:4px 0 12px}summary{cursor:pointer;color:#555}
 .muted{color:#666;font-size:13px}
+.box{background:#fff;border:1px solid #ddd;border-radius:4px;margin:12px 0;padding:8px 14px;
+font-size:14px}.box p{margin:4px 0}.box ul{margin:4px 0;padding-left:20px;font-size:13px}
+table.findings{width:100%}table.findings td.detail{max-width:420px}
 """
+
+VIOLATION_ROWS = 50
+"""Rows of the violations table at the top (the samples of every rule, in catalog order)."""
 
 
 def render_html(report: AuditReport) -> str:
     """The whole ``report.html``."""
-    body = [_banner(report), "<main>", _summary(report), _rules(report), _load(report)]
+    body = [_banner(report), "<main>", _summary_box(report), _violations(report),
+            _rules(report), _load(report)]
     body.append(_timelines(report))
     if report.diff is not None:
         body.append(_diff(report.diff))
     body.append(_samples(report))
+    body.append(_summary(report))
     body.append("</main>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -90,6 +103,8 @@ def _banner(report: AuditReport) -> str:
     css = "clean"
     if status != "clean":
         css = "violations" if report.violations(Severity.ERROR) else "warnings"
+    elif report.below_fail_on():
+        css = "warnings"  # passed, but something was found: not green
     snapshot = report.snapshot
     return (f'<header class="banner {css}" id="status"><h1>{esc(status.upper())}: cluster '
             f"{esc(snapshot.cluster_id)}</h1><p>{esc(status_line(report))}</p>"
@@ -101,7 +116,71 @@ def _banner(report: AuditReport) -> str:
 def _summary(report: AuditReport) -> str:
     rows = "".join(f"<tr><th>{esc(label)}</th><td>{esc(value)}</td></tr>"
                    for label, value in summary_rows(report))
-    return f"<h2>Summary</h2><table><tbody>{rows}</tbody></table>"
+    return f'<h2 id="details">Run details</h2><table><tbody>{rows}</tbody></table>'
+
+
+def _summary_box(report: AuditReport) -> str:
+    """Status, what decided the exit status, the rule counts and the inputs' notices."""
+    status = report.to_json()["status"]
+    lines = [f"<p><strong>Status:</strong> {esc(status)} (exit status "
+             f"{report.exit_code()})</p>",
+             f"<p><strong>Decided by:</strong> {esc(report.decision())}</p>",
+             f"<p><strong>Rules:</strong> {esc(rule_counts(report))}</p>"]
+    if report.notices:
+        items = "".join(f"<li>{esc(n)}</li>" for n in report.notices)
+        lines.append(f"<p><strong>Notices about the inputs:</strong></p><ul>{items}</ul>")
+    return f'<section class="box" id="summary">{"".join(lines)}</section>'
+
+
+def _anchors(report: AuditReport) -> dict[tuple[str, int], str]:
+    return {(t.topic_id, t.partition_id): f"timeline-{index}"
+            for index, t in enumerate(report.timelines)}
+
+
+def _violations(report: AuditReport) -> str:
+    """Every fired rule's sample rows, most severe rules first, each with a link to its
+    partition's timeline when it is drawn."""
+    fired = sorted((r for r in report.rules if r.fired),
+                   key=lambda r: -r.severity.rank)  # stable: catalog order within a severity
+    if not fired:
+        return ""
+    anchors = _anchors(report)
+    rows: list[str] = []
+    for result in fired:
+        for row in result.sample:
+            if len(rows) >= VIOLATION_ROWS:
+                break
+            partition = row.get("partition_id")
+            anchor = (anchors.get((str(row.get("topic_id")), partition))
+                      if isinstance(partition, int) else None)
+            if anchor is not None:
+                link = f'<a href="#{anchor}">timeline</a>'
+            elif row.get("partition_id") is None:
+                link = ""
+            else:
+                link = '<span class="muted">not drawn</span>'
+            topic = row.get("topic") if row.get("topic") is not None else row.get("topic_id")
+            cells = [_severity(result.severity), f"<code>{esc(result.rule_id)}</code>",
+                     esc(cell(topic)), esc(cell(row.get("partition_id"))),
+                     esc(cell(row.get("start_offset"))), esc(cell(row.get("broker_id"))),
+                     esc(cell(row.get("detail"))), link]
+            classes = ["", "", "", "num", "num", "num", "detail", ""]
+            rows.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>"
+                                         for c, v in zip(classes, cells, strict=True)) + "</tr>")
+    shown = len(rows)
+    total = sum(r.count for r in fired)
+    sampled = sum(len(r.sample) for r in fired)
+    note = (f"{plural(total, 'violating row')}; {shown} shown here"
+            + (f" (the samples hold {sampled:,}; see Offending rows)" if sampled > shown else "")
+            + (" (counts are exact, samples capped at --sample-size per rule)"
+               if total > sampled else "")
+            + f". {len(report.timelines)} partitions are drawn as timelines, those named here "
+              "first.")
+    head = "".join(f"<th>{h}</th>" for h in ("severity", "rule", "topic", "partition", "chunk",
+                                             "broker", "detail", ""))
+    return (f'<h2 id="violations">Violations</h2><p class="muted">{esc(note)}</p>'
+            f'<table class="findings"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def _severity(severity: Severity) -> str:
@@ -161,8 +240,9 @@ def _timelines(report: AuditReport) -> str:
             if row.get("start_offset") is not None and row.get("partition_id") is not None:
                 key = (str(row.get("topic_id")), int(row["partition_id"]))
                 flagged.setdefault(key, set()).add(int(row["start_offset"]))
-    charts = [timeline_chart(t, flagged.get((t.topic_id, t.partition_id), set()), index)
-              for index, t in enumerate(report.timelines)]
+    charts = [f'<div id="timeline-{index}">'
+              + timeline_chart(t, flagged.get((t.topic_id, t.partition_id), set()), index)
+              + "</div>" for index, t in enumerate(report.timelines)]
     return ('<h2 id="timelines">Chunk timelines</h2><p class="muted">One lane per broker; '
             "each chunk is drawn on its replicas' lanes: solid up to its stop offset (what "
             "consumers read from it), hatched up to its end offset (held past the cut), the "

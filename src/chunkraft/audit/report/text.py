@@ -18,6 +18,7 @@ __all__ = [
     "format_seconds",
     "partition_name",
     "plural",
+    "rule_counts",
     "status_line",
     "summary_rows",
     "timeline_brokers",
@@ -86,10 +87,30 @@ def status_line(report: AuditReport) -> str:
     for rule in fired:
         by_severity.setdefault(rule.severity.value, []).append(rule.count)
     parts = [f"{len(counts)} {severity} rule{'s' if len(counts) > 1 else ''} "
-             f"({sum(counts):,} rows)"
+             f"({plural(sum(counts), 'row')})"
              for severity in ("error", "warning", "info")
              if (counts := by_severity.get(severity))]
+    if report.exit_code() == 0:  # all below --fail-on: found, but the audit passes
+        return (f"Passed at --fail-on {report.fail_on.value}, with findings below it: "
+                + ", ".join(parts) + ".")
     return "Violations: " + ", ".join(parts) + "."
+
+
+def rule_counts(report: AuditReport) -> str:
+    """How many rules fired per severity, how many held and how many were skipped."""
+    fired: dict[str, list[int]] = {}
+    for rule in report.rules:
+        if rule.fired:
+            fired.setdefault(rule.severity.value, []).append(rule.count)
+    parts = [f"{len(counts)} {severity} rule{'s' if len(counts) > 1 else ''} fired "
+             f"({plural(sum(counts), 'row')})"
+             for severity in ("error", "warning", "info") if (counts := fired.get(severity))]
+    held = sum(1 for r in report.rules if not r.fired and not r.skipped)
+    skipped = sum(1 for r in report.rules if r.skipped)
+    parts.append(f"{held} held")
+    if skipped:
+        parts.append(f"{skipped} skipped for want of input")
+    return ", ".join(parts)
 
 
 def _export(summary: ExportSummary) -> str:
@@ -103,6 +124,7 @@ def summary_rows(report: AuditReport) -> list[tuple[str, str]]:
     status = report.to_json()["status"]
     rows = [
         ("status", status),
+        ("exit status", report.decision()),
         ("cluster", report.snapshot.cluster_id),
         ("snapshot", _export(report.snapshot)),
         ("offset", f"{report.snapshot.offset:,}"),
@@ -116,6 +138,8 @@ def summary_rows(report: AuditReport) -> list[tuple[str, str]]:
         ("rows", ", ".join(f"{name} {count:,}"
                            for name, count in sorted(report.snapshot.rows.items())) or "-"),
     ]
+    if report.notices:
+        rows.append(("notices", "; ".join(report.notices)))
     if report.settings:
         rows.append(("settings", ", ".join(f"{key}={value}"
                                            for key, value in sorted(report.settings.items()))))

@@ -204,7 +204,8 @@ class Context:
     @cached_property
     def assignment(self) -> DataFrame:
         """Every inactive chunk (``active`` false, ``kind`` "chunk") and every partition as its
-        active chunk (``active`` true, ``kind`` "partition"; stop/end null, ``leader`` and
+        active chunk (``active`` true, ``kind`` "partition"; stop/end and the chunk's
+        ``chunk_epoch``/``epoch`` null, ``leader`` and
         ``prior_partition_epochs`` set) with its replica lists, ``rf`` (replicas less
         removing) and the topic facts ``topic``, ``known``, ``topic_rf`` (a broadcast constant
         frame). Row by row, no shuffle: each action that reads it scans the Parquet files
@@ -219,6 +220,9 @@ class Context:
                 .alias("stop_offset"),
                 (F.col("end_offset") if chunk else F.lit(None).cast("bigint"))
                 .alias("end_offset"),
+                (F.col("chunk_epoch") if chunk else F.lit(None).cast("int"))
+                .alias("chunk_epoch"),
+                (F.col("epoch") if chunk else F.lit(None).cast("int")).alias("epoch"),
                 "start_timestamp", "replicas", "isr", "adding_replicas", "removing_replicas",
                 (F.lit(None) if chunk else F.col("leader")).cast("int").alias("leader"),
                 (F.lit(None).cast("array<struct<partition_id:int,leader_epoch:int>>") if chunk

@@ -17,8 +17,13 @@ __all__ = ["SnapshotFrames", "read_snapshot", "read_states", "read_table"]
 
 
 def read_table(spark: SparkSession, export: ExportInput, table: str) -> DataFrame:
-    """One table of an export, with its declared schema (no inference pass)."""
-    return spark.read.schema(spark_schema(table)).parquet(str(export.table_path(table)))
+    """One table of an export, with its declared schema (no inference pass): exactly the files
+    its manifest lists (a file added to the table's directory is not read), or an empty frame
+    if the manifest has no such table."""
+    files = export.table_files(table)
+    if not files:
+        return literal_frame(spark, [], spark_schema(table))
+    return spark.read.schema(spark_schema(table)).parquet(*(str(f) for f in files))
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,7 @@ def read_states(spark: SparkSession, inputs: AuditInputs) -> dict[str, DataFrame
     frames: dict[str, DataFrame] = {}
     for spec in BROKER_STATE_TABLES:
         # a table newer than an export (local_configs) is read as empty there
-        parts = [read_table(spark, state, spec.name) if spec.name in state.manifest.tables
-                 else literal_frame(spark, [], spark_schema(spec.name))
-                 for state in inputs.broker_states]
+        parts = [read_table(spark, state, spec.name) for state in inputs.broker_states]
         frames[spec.name] = (reduce(DataFrame.unionByName, parts) if parts
                              else literal_frame(spark, [], spark_schema(spec.name)))
     return frames

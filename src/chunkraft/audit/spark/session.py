@@ -10,11 +10,14 @@ without either, PySpark runs ``local[*]``. When this process launches the driver
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+import threading
+import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +57,29 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# A failed task is raised to the driver, and the job reports it in one line naming the file:
+# the executor's stack trace and the task set's abort would only repeat it, 40 lines long.
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
+
+_JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",
+              b'Setting default log level to "',
+              b"To adjust logging level use sc.setLogLevel(newLevel).")
+"""Starts of the lines the driver JVM prints on stderr at every start, which say nothing to the
+user: Spark's launcher adds the incubator module itself, and Spark treats PySpark's driver as a
+shell, printing its default level however log4j is configured. The relay of
+:func:`_quiet_jvm_stderr` drops them."""
 
 
 def quiet_log4j_file() -> Path:
     """A log4j2 configuration logging errors only (written once per user in the temp dir)."""
-    path = Path(tempfile.gettempdir()) / f"chunkraft-audit-log4j2-{os.getuid()}.properties"
+    # Named by its content: runs of other versions sharing the temp dir keep their own file.
+    digest = zlib.crc32(_LOG4J.encode()) & 0xFFFFFFFF
+    path = (Path(tempfile.gettempdir())
+            / f"chunkraft-audit-log4j2-{os.getuid()}-{digest:08x}.properties")
     if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(_LOG4J, encoding="utf-8")
@@ -150,15 +170,52 @@ def start_session(master: str | None = None, conf: Mapping[str, str] | None = No
     if class_archive is not None and _JAVA_OPTIONS not in (conf or {}):
         mode, options = class_archive.java_options()
     try:
-        session = _get_or_create(master, {
-            **settings, _JAVA_OPTIONS: " ".join((settings[_JAVA_OPTIONS], *options))})
+        with _quiet_jvm_stderr():
+            session = _get_or_create(master, {
+                **settings, _JAVA_OPTIONS: " ".join((settings[_JAVA_OPTIONS], *options))})
     except Exception:
         if class_archive is None or mode != "mapped":
             raise
         class_archive.discard()
         _forget_jvm()
-        return _get_or_create(master, settings), LaunchedDriver(None, "off")
+        with _quiet_jvm_stderr():
+            return _get_or_create(master, settings), LaunchedDriver(None, "off")
     return session, LaunchedDriver(class_archive if mode != "off" else None, mode)
+
+
+def _relay(source: int, target: int) -> None:
+    """Copies lines from ``source`` to ``target`` until end of file, dropping
+    :data:`_JVM_NOISE`; closes both."""
+    with os.fdopen(source, "rb", buffering=0) as lines, contextlib.suppress(OSError):
+        for line in iter(lines.readline, b""):
+            if not line.startswith(_JVM_NOISE):
+                os.write(target, line)
+    with contextlib.suppress(OSError):
+        os.close(target)
+
+
+@contextlib.contextmanager
+def _quiet_jvm_stderr() -> Iterator[None]:
+    """While the block launches the driver JVM, file descriptor 2 is a pipe; the JVM keeps it
+    as its stderr for life, and a daemon thread relays it to this process's real stderr
+    without the start-up noise. Python's own stderr is restored when the block ends."""
+    try:
+        sys.stderr.flush()
+        read_end, write_end = os.pipe()
+        real = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (an embedding host): launch as is
+        yield
+        return
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    threading.Thread(target=_relay, args=(read_end, os.dup(real)), daemon=True,
+                     name="jvm-stderr").start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        os.close(real)
 
 
 def _get_or_create(master: str | None, settings: Mapping[str, str]) -> SparkSession:

@@ -9,8 +9,8 @@ import pytest
 from chunkraft.audit.arrow import run_audit
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.model import VIOLATION_COLUMNS, AuditReport
+from tests.support.audit_corruptions import CORRUPTIONS
 from tests.support.audit_snapshots import (
-    CORRUPTIONS,
     OLD_TABLES,
     Scenario,
     clean_scenario,

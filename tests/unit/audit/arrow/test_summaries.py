@@ -11,8 +11,8 @@ from chunkraft.audit.inputs import AuditInputs, AuditSettings
 from chunkraft.export.directory import write_export
 from chunkraft.export.manifest import ExportKind, Manifest
 from chunkraft.export.tables import CONTROLLER_TABLES
+from tests.support.audit_corruptions import CORRUPTIONS
 from tests.support.audit_snapshots import (
-    CORRUPTIONS,
     ORDERS,
     TIME_MS,
     broker_chunk_replicas,
@@ -31,7 +31,7 @@ def test_rules_without_their_input_are_skipped(tmp_path: Path) -> None:
         rule.id: ("needs --previous" if rule.needs is Needs.PREVIOUS else "needs --brokers-state")
         for rule in RULES if rule.needs is not Needs.SNAPSHOT}
     assert report.diff is None and report.exit_code() == 0
-    assert set(report.seconds) == {"read", "rules", "load", "diff", "total"}
+    assert set(report.seconds) == {"read", "rules", "load", "diff", "total", "verify"}
 
 
 def test_an_empty_snapshot_audits_clean(tmp_path: Path) -> None:

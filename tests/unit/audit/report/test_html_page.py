@@ -139,3 +139,41 @@ def test_banner_is_orange_for_warnings_only_and_red_for_errors() -> None:
     assert '<header class="banner warnings"' in render_html(warnings_only)
     assert '<header class="banner violations"' in render_html(violations_report())
     assert '<header class="banner clean"' in render_html(clean_report())
+
+
+def test_summary_box_then_violations_table_then_charts() -> None:
+    raw = render_html(violations_report())
+    summary, table, chart = (raw.index('id="summary"'), raw.index('class="findings"'),
+                             raw.index("<svg"))
+    assert summary < table < chart
+    box = raw[summary:table]
+    assert "Decided by:" in box and "exit 1: 3 rules of severity warning or above fired" in box
+    assert "1 error rule fired" not in box and "held" in box  # rule counts per severity
+    # each row links to its partition's timeline when drawn, says so when not
+    rows = raw[table:raw.index("</table>", table)].split("<tr>")[2:]
+    assert len(rows) == 4  # every sample row, errors first: 2 + 1, then the warning's 1
+    assert 'href="#timeline-0"' in rows[0]  # AMP-0 is the first timeline
+    assert 'href="#timeline-1"' in rows[1]  # EVIL-1 the second
+    assert "replicas.registered" in rows[2] and "not drawn" in rows[2]  # not drawn
+    assert "replicas.no_leader" in rows[3] and 'href="#timeline-1"' in rows[3]
+    assert 'id="timeline-0"' in raw and 'id="timeline-1"' in raw
+
+
+def test_passing_with_findings_below_fail_on_says_so_and_is_not_green() -> None:
+    from chunkraft.audit.catalog import Severity
+
+    only_warnings = replace(violations_report(), fail_on=Severity.ERROR, rules=rules(
+        {"replicas.no_leader": [violation("replicas.no_leader", "t", 1, 8, None, "leader -1")]}))
+    raw = render_html(only_warnings)
+    page = _parse(only_warnings)
+    text = "".join(page.text)
+    assert "CLEAN" in text and 'class="banner warnings"' in raw
+    assert ("exit 0: only rules below --fail-on error fired: replicas.no_leader (1, warning)"
+            in text)
+    assert "Passed at --fail-on error, with findings below it: 1 warning rule (1 row)." in text
+
+
+def test_notices_are_in_the_summary_box() -> None:
+    raw = render_html(replace(clean_report(), notices=["/x/chunks/part-9.parquet: ignored <b>"]))
+    box = raw[raw.index('id="summary"'):raw.index("</section>")]
+    assert "Notices about the inputs" in box and "part-9.parquet: ignored &lt;b&gt;" in box

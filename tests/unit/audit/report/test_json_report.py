@@ -12,8 +12,9 @@ from chunkraft.audit.report import write_error_report, write_reports
 from chunkraft.audit.report.json_report import report_json
 from tests.unit.audit.report.builders import EVIL, clean_report, diff_report, violations_report
 
-TOP_LEVEL = {"broker_states", "diff", "engine", "fail_on", "generated_at_ms", "load", "rules",
-             "schema_version", "seconds", "settings", "snapshot", "status", "timelines"}
+TOP_LEVEL = {"broker_states", "decided_by", "diff", "engine", "exit_code", "fail_on",
+             "generated_at_ms", "load", "notices", "rules", "schema_version", "seconds",
+             "settings", "snapshot", "status", "timelines"}
 RULE_FIELDS = {"count", "rule_id", "sample", "severity", "skipped", "title"}
 
 

@@ -11,8 +11,8 @@ import pytest
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.inputs import AuditInputs
 from chunkraft.audit.model import VIOLATION_COLUMNS, AuditReport
+from tests.support.audit_corruptions import CORRUPTIONS
 from tests.support.audit_snapshots import (
-    CORRUPTIONS,
     sorted_keys,
     violation_key,
     write_scenario,

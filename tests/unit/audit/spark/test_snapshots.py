@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 
 from chunkraft.audit.catalog import RULES
 from chunkraft.audit.model import VIOLATION_COLUMNS
+from tests.support.audit_corruptions import CORRUPTIONS
 from tests.support.audit_snapshots import (
-    CORRUPTIONS,
     clean_scenario,
     sorted_keys,
     violation_key,

@@ -25,9 +25,10 @@ from chunkraft.audit.spark.context import VIOLATION_STRUCT, VIOLATIONS_TYPE, Con
 __all__ = ["RULE_IDS", "frame", "violations"]
 
 RULE_IDS = (
-    "chunks.offsets_ordered", "chunks.contiguous", "chunks.overlap", "chunks.active_start",
-    "chunks.timestamps", "replicas.distinct", "replicas.count", "replicas.isr_subset",
-    "replicas.leader_in_isr", "replicas.no_leader", "replicas.registered",
+    "chunks.offsets_ordered", "chunks.epoch", "chunks.contiguous", "chunks.overlap",
+    "chunks.active_start", "chunks.timestamps", "replicas.distinct", "replicas.count",
+    "replicas.isr_subset", "replicas.lists", "replicas.leader_in_isr", "replicas.no_leader",
+    "replicas.registered",
     "topics.prior_partition_epochs", "topics.orphans",
 )
 
@@ -92,9 +93,14 @@ def _row_checks(ctx: Context) -> Column:
     start, stop, end = c("start_offset"), c("stop_offset"), c("end_offset")
     key = {"partition_id": c("partition_id"), "start_offset": start}
     misordered = chunk & ~((start <= stop) & (stop <= end))
+    epoch_differs = chunk & (c("chunk_epoch") != c("epoch"))
     repeated = F.size(F.array_distinct("replicas")) != F.size("replicas")
     miscounted = active & (c("rf") != c("topic_rf"))
     not_subset = (F.size("isr") == 0) | (F.size(F.array_except("isr", "replicas")) > 0)
+    misfit = _any([F.size(F.array_distinct(name)) != F.size(name)
+                   for name in ("isr", "adding_replicas", "removing_replicas")]
+                  + [F.size(F.array_except(name, "replicas")) > 0
+                     for name in ("adding_replicas", "removing_replicas")])
     leader_out = active & (c("leader") >= 0) & ~F.array_contains("isr", c("leader"))
     leaderless = active & (c("leader") < 0)
     leader = F.when(c("leader") >= 0, F.array("leader")).otherwise(F.array().cast("array<int>"))
@@ -105,6 +111,9 @@ def _row_checks(ctx: Context) -> Column:
         candidate(misordered, "chunks.offsets_ordered",
                   F.format_string("start %d, stop %d, end %d: not start <= stop <= end",
                                   start, stop, end), **key),
+        candidate(epoch_differs, "chunks.epoch",
+                  F.format_string("ChunkEpoch %d but Epoch %d: they must be equal",
+                                  c("chunk_epoch"), c("epoch")), **key),
         candidate(repeated, "replicas.distinct",
                   F.format_string("%s %s lists a broker twice: replicas [%s]", "kind",
                                   start.cast("string"), _ids("replicas")), **key),
@@ -113,6 +122,11 @@ def _row_checks(ctx: Context) -> Column:
                                   "replication factor is %d", "rf", "topic_rf"), **key),
         candidate(not_subset, "replicas.isr_subset",
                   F.format_string("%s has ISR [%s] but replicas [%s]", "kind", _ids("isr"),
+                                  _ids("replicas")), **key),
+        candidate(misfit, "replicas.lists",
+                  F.format_string("%s %s has ISR [%s], adding [%s], removing [%s] for "
+                                  "replicas [%s]", "kind", start.cast("string"), _ids("isr"),
+                                  _ids("adding_replicas"), _ids("removing_replicas"),
                                   _ids("replicas")), **key),
         candidate(leader_out, "replicas.leader_in_isr",
                   F.format_string("leader %d is not in the ISR [%s]", "leader", _ids("isr")),
@@ -135,8 +149,14 @@ def _row_checks(ctx: Context) -> Column:
     unregistered = ~(_registered("replicas", brokers) & _registered("isr", brokers)
                      & (c("leader").isNull() | (c("leader") < 0)
                         | c("leader").isin(brokers)))
-    suspect = _any([misordered, ~_no_repeats("replicas"), miscounted,
+    suspect = _any([misordered, epoch_differs, ~_no_repeats("replicas"), miscounted,
                     (F.size("isr") == 0) | ~_within("isr", "replicas"), leader_out,
+                    ~_no_repeats("isr"),
+                    (F.size("adding_replicas") > 0)
+                    & (~_no_repeats("adding_replicas") | ~_within("adding_replicas", "replicas")),
+                    (F.size("removing_replicas") > 0)
+                    & (~_no_repeats("removing_replicas")
+                       | ~_within("removing_replicas", "replicas")),
                     leaderless, unregistered, expanded, orphan])
     return F.when(suspect, F.concat(_kept(found), registered))
 
