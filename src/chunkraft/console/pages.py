@@ -18,7 +18,7 @@ SECURITY_HEADERS = {
         "connect-src 'self'; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; "
         "base-uri 'none'; object-src 'none'"),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make the Origin of a form post "null"
     "Cache-Control": "no-store",
 }
 
@@ -30,6 +30,8 @@ NAV = (("cluster", "/ui", "Cluster"), ("brokers", "/ui/brokers", "Brokers"),
 def _head(title: str) -> str:
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title)} · chunkraft</title>"
+            # No favicon request: the browser would ask /favicon.ico, which needs credentials.
+            "<link rel=\"icon\" href=\"data:,\">"
             "<link rel=\"stylesheet\" href=\"/ui/static/console.css\">")
 
 

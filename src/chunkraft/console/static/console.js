@@ -358,7 +358,7 @@
 
     const renderTimeline = (t) => {
       const started = performance.now();
-      const width = Math.max(600, main.clientWidth - 8);
+      const width = Math.max(600, document.getElementById("timeline").clientWidth);
       html(document.getElementById("timeline-title"),
         `Chunk timeline of partition ${t.partition_id}`);
       html(document.getElementById("timeline-facts"), `${t.chunks} chunks · leader ${t.leader}
@@ -396,12 +396,28 @@
       renderTimeline(data);
     };
 
-    // ---- actions (offered only when the principal may ALTER the topic)
-    const result = (text, ok) => {
-      const box = document.getElementById("action-result");
-      box.className = ok ? "ok" : "error";
-      box.textContent = text;
+    // A change seen (an event, or an answer to this page's own action): the timeline first
+    // (what a person watches), then the table, each read at least at that offset.
+    let pending = -1;
+    const refresh = throttle(async () => {
+      const at = pending;
+      await loadTimeline(at);
+      await loadTopic(at);
+    }, 250);
+    const changedAt = (offset) => {
+      if (Number.isFinite(offset)) pending = Math.max(pending, offset);
+      refresh();
     };
+
+    // ---- actions (offered only when the principal may ALTER the topic)
+    let lastResult = null;  // kept across re-renders of the actions after a change
+    const showResult = () => {
+      const box = document.getElementById("action-result");
+      if (!box || !lastResult) return;
+      box.className = lastResult.ok ? "ok" : "error";
+      box.textContent = lastResult.text;
+    };
+    const result = (text, ok) => { lastResult = { text, ok }; showResult(); };
     const checked = (group) => [...document.querySelectorAll(`input[name="${group}"]:checked`)]
       .map((box) => Number(box.value));
     const brokerBoxes = (group, chosen) => topic.brokers.map((b) => `<label class="${b.fenced
@@ -433,26 +449,33 @@
         <input id="add-count" type="number" min="${topic.partitions + 1}" value="${topic.partitions + 1}">
         <button id="add-button" type="submit">Add…</button></form>
         <p id="action-result"></p>`);
+      showResult();
       document.getElementById("cut-form").addEventListener("submit", async (e) => {
         e.preventDefault();
         const replicas = checked("cut");
-        const { status, data } = await v3("POST", "/chunks:create", { partitions: [
+        const { status, data, offset } = await v3("POST", "/chunks:create", { partitions: [
           { topic: name, partition: timeline.partition_id, replicas }] });
         const item = data?.data?.[0];
         if (status !== 200 || !item) result(`Refused: ${kafkaError(data)}`, false);
         else if (item.error_code) result(`Refused: ${kafkaError(item)}`, false);
-        else result(`Cut partition ${timeline.partition_id}: a new active chunk on ${list(replicas)}.`, true);
+        else {
+          result(`Cut partition ${timeline.partition_id}: a new active chunk on ${list(replicas)}.`, true);
+          changedAt(offset);
+        }
       });
       document.getElementById("move-form").addEventListener("submit", async (e) => {
         e.preventDefault();
         const start = Number(document.getElementById("move-start").value);
         const replicas = checked("move");
-        const { status, data } = await v3("POST", "/chunks:alter-assignments", { chunks: [
+        const { status, data, offset } = await v3("POST", "/chunks:alter-assignments", { chunks: [
           { topic: name, partition: timeline.partition_id, start_offset: start, replicas }] });
         const item = data?.data?.[0];
         if (status !== 200 || !item) result(`Refused: ${kafkaError(data)}`, false);
         else if (item.error_code) result(`Refused: ${kafkaError(item)}`, false);
-        else result(`Moving the chunk at ${start} to ${list(replicas)}.`, true);
+        else {
+          result(`Moving the chunk at ${start} to ${list(replicas)}.`, true);
+          changedAt(offset);
+        }
       });
       document.getElementById("add-form").addEventListener("submit", (e) => {
         e.preventDefault();
@@ -472,12 +495,15 @@
         document.getElementById("add-cancel").onclick = () => { dialog.hidden = true; };
         document.getElementById("add-confirm").onclick = async () => {
           dialog.hidden = true;
-          const { status, data } = await v3("POST", "/topics:create-partitions", { topics: [
+          const { status, data, offset } = await v3("POST", "/topics:create-partitions", { topics: [
             { topic_name: name, partitions_count: count }] });
           const item = data?.data?.[0];
           if (status !== 200 || !item) result(`Refused: ${kafkaError(data)}`, false);
           else if (item.error_code) result(`Refused: ${kafkaError(item)}`, false);
-          else result(`${name} now has ${count} partitions.`, true);
+          else {
+            result(`${name} now has ${count} partitions.`, true);
+            changedAt(offset);
+          }
         };
       });
     };
@@ -502,17 +528,9 @@
     if (await loadTopic()) {
       await loadTimeline();
       loadConfigs();
-      // The timeline first (what a person watches), then the table.
-      let pending = -1;
-      const refresh = throttle(async () => {
-        const at = pending;
-        await loadTimeline(at);
-        await loadTopic(at);
-      }, 250);
       follow((change) => {
         if (!change.topics.includes(name) && !change.reset) return;
-        pending = Math.max(pending, change.offset);
-        refresh();
+        changedAt(change.offset);
       });
     }
   }
