@@ -239,6 +239,10 @@
   // ------------------------------------------------------------------ topic: timeline
 
   const LABEL = 90; const ROW = 16; const GAP = 8; const AXIS = 28;
+  const ROW_H = 24; const MARGIN_ROWS = 20;
+  const HEADINGS = ["Partition", "Leader", "Replicas", "ISR", "Adding", "Removing",
+    "Leader epoch", "Partition epoch", "Active start", "Chunks", "PriorPartitionEpochs"]
+    .map((h) => `<th>${h}</th>`).join("");
 
   function timelineSvg(t, width) {
     const plot = width - LABEL - 12;
@@ -327,34 +331,59 @@
         <dt>Partitions</dt><dd id="partition-count">${data.partitions}</dd>
         <dt>Chunks</dt><dd>${data.chunks}</dd><dt>Replication factor</dt>
         <dd>${data.replication_factor}</dd></dl>`);
-      const rows = new Array(data.rows.length);
-      for (let i = 0; i < data.rows.length; i += 1) {
-        const [pid, leader, replicas, isr, adding, removing, le, pe, start, ts, chunks, nprior,
-          prior] = data.rows[i];
-        let priors = "–";
-        if (nprior) {
-          priors = prior.map(([p, e]) => `${p}:${e}`).join(" ");
-          if (nprior > prior.length) priors += ` … (${nprior})`;
-        }
-        const moving = adding.length || removing.length ? " class=\"moving\"" : "";
-        rows[i] = `<tr data-p="${pid}"${moving}><td>${pid}</td><td>${leader}</td><td>${list(replicas)}</td>
-          <td>${list(isr)}</td><td>${list(adding)}</td><td>${list(removing)}</td><td>${le}</td>
-          <td>${pe}</td><td>${start}</td><td>${chunks}</td><td>${priors}</td></tr>`;
+      // The table is virtual: only the rows in view (and a margin) are in the document, so a
+      // 10,000-partition topic costs what 60 rows cost; scrolling fills in the rest.
+      const partitions = document.getElementById("partitions");
+      if (!document.getElementById("partition-scroll")) {
+        html(partitions, `<div class="gutter"><table class="fixed" id="partition-head"><thead>
+          <tr>${HEADINGS}</tr></thead></table></div><div id="partition-scroll" class="gutter"><div id="partition-space"></div>
+          <table class="fixed" id="partition-table"><tbody></tbody></table></div>`);
+        const scroller = document.getElementById("partition-scroll");
+        let queued = false;
+        scroller.addEventListener("scroll", () => {
+          if (queued) return;
+          queued = true;
+          requestAnimationFrame(() => { queued = false; renderRows(); });
+        });
       }
-      html(document.getElementById("partitions"), `<table id="partition-table"><thead><tr>
-        <th>Partition</th><th>Leader</th><th>Replicas</th><th>ISR</th><th>Adding</th>
-        <th>Removing</th><th>Leader epoch</th><th>Partition epoch</th><th>Active start</th>
-        <th>Chunks</th><th>PriorPartitionEpochs</th></tr></thead><tbody>${rows.join("")}
-        </tbody></table>`);
-      markSelected();
+      document.getElementById("partition-space").style.height = `${data.rows.length * ROW_H}px`;
+      renderRows();
+      void partitions.offsetHeight;  // the layout counts too
       timings.table = performance.now() - started;
       body.dataset.tableRows = String(data.rows.length);
     };
 
-    const markSelected = () => {
-      document.querySelector("#partition-table tr.selected")?.classList.remove("selected");
-      document.querySelector(`#partition-table tr[data-p="${selected}"]`)?.classList.add("selected");
+    const rowHtml = (row) => {
+      const [pid, leader, replicas, isr, adding, removing, le, pe, start, , chunks, nprior,
+        prior] = row;
+      let priors = "–";
+      if (nprior) {
+        priors = prior.map(([p, e]) => `${p}:${e}`).join(" ");
+        if (nprior > prior.length) priors += ` … (${nprior})`;
+      }
+      const classes = [adding.length || removing.length ? "moving" : "",
+        pid === selected ? "selected" : ""].filter(Boolean).join(" ");
+      return `<tr data-p="${pid}"${classes ? ` class="${classes}"` : ""}><td>${pid}</td>
+        <td>${leader}</td><td>${list(replicas)}</td><td>${list(isr)}</td><td>${list(adding)}</td>
+        <td>${list(removing)}</td><td>${le}</td><td>${pe}</td><td>${start}</td><td>${chunks}</td>
+        <td>${priors}</td></tr>`;
     };
+
+    const renderRows = () => {
+      const scroller = document.getElementById("partition-scroll");
+      if (!scroller || !topic) return;
+      const rows = topic.rows;
+      const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - MARGIN_ROWS);
+      const last = Math.min(rows.length,
+        first + Math.ceil(scroller.clientHeight / ROW_H) + 2 * MARGIN_ROWS);
+      const parts = [];
+      for (let i = first; i < last; i += 1) parts.push(rowHtml(rows[i]));
+      const table = document.getElementById("partition-table");
+      table.style.top = `${first * ROW_H}px`;
+      table.tBodies[0].innerHTML = parts.join("");
+    };
+
+    const markSelected = () => renderRows();
 
     const renderTimeline = (t) => {
       const started = performance.now();
@@ -370,6 +399,7 @@
       html(document.getElementById("timeline"), timelineSvg(t, width));
       body.dataset.timelineOffset = String(t.offset);
       body.dataset.timelineChunks = String(t.chunks);
+      void document.getElementById("timeline").offsetHeight;
       timings.timeline = performance.now() - started;
       renderActions();
     };
