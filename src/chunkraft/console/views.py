@@ -64,10 +64,11 @@ def encode_page_token(name: str) -> str:
 def decode_page_token(token: str) -> str | None:
     """The topic name a page token carries, None for a token this console did not make."""
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        return raw.decode()
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+        name = raw.decode()
     except (ValueError, UnicodeDecodeError):
         return None
+    return name or None
 
 
 def topics_page(access: ConsoleAccess, query: str, after: str | None,
