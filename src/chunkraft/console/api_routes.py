@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -35,6 +37,7 @@ from chunkraft.console.views import (
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.acls import AclOperation
+from chunkraft.records import ChunkRecord, PartitionRecord, RegisterBrokerRecord
 
 __all__ = ["router"]
 
@@ -202,17 +205,45 @@ async def timeline(request: Request, topic_name: str, partition_id: int,
     if found is None or partition is None:
         return error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                               f"Partition {topic_name}-{partition_id} does not exist.", 404)
-    body = partition_timeline(topic_name, partition, found.chunks_of(partition_id),
-                              image.brokers.registrations).to_json()
-    body["offset"] = image.offset
+    shared = _timeline_json(topic_name, partition, found.chunks_of(partition_id),
+                            image.brokers.registrations)
+    mine = json.dumps({"offset": image.offset,
+                       "may_alter": access.topic(topic_name, AclOperation.ALTER)},
+                      separators=(",", ":"))
+    return Response(shared[:-1] + b"," + mine[1:].encode(), media_type="application/json",
+                    headers={"X-Metadata-Offset": str(image.offset),
+                             "Cache-Control": "no-store"})
+
+
+_TIMELINES_CACHED = 32
+_timelines: OrderedDict[tuple[int, int, int], tuple[tuple[object, ...], bytes]] = OrderedDict()
+
+
+def _timeline_json(topic_name: str, partition: PartitionRecord,
+                   chunks: tuple[ChunkRecord, ...],
+                   brokers: Mapping[int, RegisterBrokerRecord]) -> bytes:
+    """The partition's timeline and facts as JSON, kept per (partition record, chunk tuple,
+    broker map): all immutable, so the same three objects always give the same answer, and a
+    page that follows the log reads again only what changed. The objects are held with their
+    entry, so their ids are not reused while it lives."""
+    key = (id(partition), id(chunks), id(brokers))
+    cached = _timelines.get(key)
+    if cached is not None and cached[0][0] is partition and cached[0][1] is chunks \
+            and cached[0][2] is brokers:
+        _timelines.move_to_end(key)
+        return cached[1]
+    body = partition_timeline(topic_name, partition, chunks, brokers).to_json()
     body["replicas"] = list(partition.replicas)
     body["isr"] = list(partition.isr)
     body["leader_epoch"] = partition.leader_epoch
     body["partition_epoch"] = partition.partition_epoch
     body["prior_partition_epochs"] = [[p.partition_id, p.leader_epoch]
                                       for p in partition.prior_partition_epochs]
-    body["may_alter"] = access.topic(topic_name, AclOperation.ALTER)
-    return _json(body, image.offset)
+    encoded = json.dumps(body, separators=(",", ":")).encode()
+    _timelines[key] = ((partition, chunks, brokers), encoded)
+    while len(_timelines) > _TIMELINES_CACHED:
+        _timelines.popitem(last=False)
+    return encoded
 
 
 @router.get("/events")

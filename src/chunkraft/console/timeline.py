@@ -25,7 +25,7 @@ from typing import Any
 
 from chunkraft.records import ChunkRecord, PartitionRecord, RegisterBrokerRecord
 
-__all__ = ["ACTIVE_SHARE", "Bar", "Lane", "Timeline", "partition_timeline"]
+__all__ = ["ACTIVE_SHARE", "BAR_FIELDS", "Bar", "Lane", "Timeline", "partition_timeline"]
 
 ACTIVE_SHARE = 0.15
 """The share of the axis the active chunk's open end takes beyond the last known offset."""
@@ -55,6 +55,17 @@ class Bar:
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
+
+    def row_json(self) -> list[Any]:
+        """The bar as a row of :data:`BAR_FIELDS`."""
+        return [self.broker_id, self.row, self.start_offset, self.stop_offset, self.end_offset,
+                self.start_timestamp, self.epoch, round(self.x0, 6), round(self.x_stop, 6),
+                round(self.x1, 6), self.active, self.leader, self.in_sync, self.adding,
+                self.removing]
+
+
+BAR_FIELDS = Bar.__slots__
+"""The fields of a bar, in the order of :meth:`Bar.row_json`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +99,16 @@ class Timeline:
     leader: int
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-ready: bars as rows of :data:`BAR_FIELDS` (a long partition has thousands of
+        them; naming every field of every bar made its answer twice as large), fractions
+        rounded to 6 digits (a millionth of the axis is far below a pixel)."""
         return {"topic": self.topic, "partition_id": self.partition_id,
                 "axis_start": self.axis_start, "known_end": self.known_end,
                 "axis_end": self.axis_end, "chunks": self.chunks,
                 "moves_in_progress": self.moves_in_progress, "leader": self.leader,
                 "lanes": [lane.to_json() for lane in self.lanes],
-                "bars": [bar.to_json() for bar in self.bars]}
+                "bar_fields": list(BAR_FIELDS),
+                "bars": [bar.row_json() for bar in self.bars]}
 
 
 def partition_timeline(topic: str, partition: PartitionRecord,
@@ -114,62 +129,52 @@ def partition_timeline(topic: str, partition: PartitionRecord,
     def x(offset: int) -> float:
         return min(max((offset - axis_start) / width, 0.0), 1.0)
 
-    pending: list[tuple[int, int, Bar]] = []  # (broker, end for row fitting, bar)
+    # (broker, start, end for row fitting, order, chunk or None for the active one): rows are
+    # fitted on these tuples first, so each Bar is built once, with its row.
+    pending: list[tuple[int, int, int, int, ChunkRecord | None]] = []
     moves = 0
-    for chunk in chunks:
+    for order, chunk in enumerate(chunks):
         if chunk.adding_replicas or chunk.removing_replicas:
             moves += 1
-        end = max(chunk.end_offset, chunk.stop_offset)
+        end = max(chunk.end_offset, chunk.stop_offset) + 1
         for broker_id in chunk.replicas:
-            pending.append((broker_id, end + 1, Bar(
-                broker_id=broker_id, row=0, start_offset=chunk.start_offset,
-                stop_offset=chunk.stop_offset, end_offset=chunk.end_offset,
-                start_timestamp=chunk.start_timestamp, epoch=chunk.epoch,
-                x0=x(chunk.start_offset), x_stop=x(chunk.stop_offset + 1), x1=x(end + 1),
-                active=False, leader=False, in_sync=broker_id in chunk.isr,
-                adding=broker_id in chunk.adding_replicas,
-                removing=broker_id in chunk.removing_replicas)))
+            pending.append((broker_id, chunk.start_offset, end, order, chunk))
     if partition.adding_replicas or partition.removing_replicas:
         moves += 1
     for broker_id in partition.replicas:
-        pending.append((broker_id, axis_end, Bar(
-            broker_id=broker_id, row=0, start_offset=partition.start_offset, stop_offset=-1,
-            end_offset=-1, start_timestamp=partition.start_timestamp,
-            epoch=partition.leader_epoch, x0=x(partition.start_offset), x_stop=1.0, x1=1.0,
-            active=True, leader=broker_id == partition.leader,
-            in_sync=broker_id in partition.isr,
-            adding=broker_id in partition.adding_replicas,
-            removing=broker_id in partition.removing_replicas)))
-    bars, rows = _fit_rows(pending)
-    lanes = tuple(
-        Lane(broker_id=b, rows=rows[b], registered=b in brokers,
-             fenced=bool(brokers[b].fenced) if b in brokers else False)
-        for b in sorted(rows))
-    return Timeline(topic=topic, partition_id=partition.partition_id, axis_start=axis_start,
-                    known_end=known_end, axis_end=axis_end, lanes=lanes, bars=tuple(bars),
-                    chunks=len(chunks) + 1, moves_in_progress=moves, leader=partition.leader)
-
-
-def _fit_rows(pending: list[tuple[int, int, Bar]]) -> tuple[list[Bar], dict[int, int]]:
-    """Each bar on the first row of its lane whose last bar ends at or before its start."""
+        pending.append((broker_id, partition.start_offset, axis_end, len(chunks), None))
+    pending.sort(key=lambda p: (p[0], p[1], p[3]))
     row_ends: dict[int, list[int]] = {}
-    placed: list[Bar] = []
-    for broker_id, end, bar in sorted(pending, key=lambda p: (p[0], p[2].start_offset)):
+    bars: list[Bar] = []
+    for broker_id, start, end, _, held in pending:
         ends = row_ends.setdefault(broker_id, [])
         for row, row_end in enumerate(ends):
-            if row_end <= bar.start_offset:
+            if row_end <= start:
                 ends[row] = end
                 break
         else:
             row = len(ends)
             ends.append(end)
-        placed.append(_with_row(bar, row))
-    return placed, {b: len(ends) for b, ends in row_ends.items()}
-
-
-def _with_row(bar: Bar, row: int) -> Bar:
-    if row == bar.row:
-        return bar
-    values = bar.to_json()
-    values["row"] = row
-    return Bar(**values)
+        if held is None:
+            bars.append(Bar(
+                broker_id=broker_id, row=row, start_offset=start, stop_offset=-1,
+                end_offset=-1, start_timestamp=partition.start_timestamp,
+                epoch=partition.leader_epoch, x0=x(start), x_stop=1.0, x1=1.0, active=True,
+                leader=broker_id == partition.leader, in_sync=broker_id in partition.isr,
+                adding=broker_id in partition.adding_replicas,
+                removing=broker_id in partition.removing_replicas))
+        else:
+            bars.append(Bar(
+                broker_id=broker_id, row=row, start_offset=start,
+                stop_offset=held.stop_offset, end_offset=held.end_offset,
+                start_timestamp=held.start_timestamp, epoch=held.epoch, x0=x(start),
+                x_stop=x(held.stop_offset + 1), x1=x(end), active=False, leader=False,
+                in_sync=broker_id in held.isr, adding=broker_id in held.adding_replicas,
+                removing=broker_id in held.removing_replicas))
+    lanes = tuple(
+        Lane(broker_id=b, rows=len(ends), registered=b in brokers,
+             fenced=bool(brokers[b].fenced) if b in brokers else False)
+        for b, ends in sorted(row_ends.items()))
+    return Timeline(topic=topic, partition_id=partition.partition_id, axis_start=axis_start,
+                    known_end=known_end, axis_end=axis_end, lanes=lanes, bars=tuple(bars),
+                    chunks=len(chunks) + 1, moves_in_progress=moves, leader=partition.leader)

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from chunkraft.console.timeline import ACTIVE_SHARE, Bar, partition_timeline
+from chunkraft.console.timeline import ACTIVE_SHARE, BAR_FIELDS, Bar, partition_timeline
 from chunkraft.records import ChunkRecord, PartitionRecord, RegisterBrokerRecord
 
 TOPIC_ID = uuid.UUID(int=7)
@@ -124,5 +124,8 @@ def test_the_json_form_carries_every_field() -> None:
     body = timeline.to_json()
     assert body["topic"] == "t" and body["partition_id"] == 0 and body["leader"] == 1
     assert len(body["bars"]) == 4 and len(body["lanes"]) == 2
-    assert set(body["bars"][0]) >= {"broker_id", "row", "x0", "x_stop", "x1", "active",
-                                    "leader", "adding", "removing", "start_timestamp"}
+    assert body["bar_fields"] == list(BAR_FIELDS)
+    for row, bar in zip(body["bars"], timeline.bars, strict=True):
+        named = dict(zip(body["bar_fields"], row, strict=True))
+        assert named == {k: round(v, 6) if isinstance(v, float) else v
+                         for k, v in bar.to_json().items()}

@@ -418,10 +418,19 @@
     const loadTimeline = async (minOffset = -1) => {
       const { status, data } = await getJson(
         `/ui/api/topics/${enc}/partitions/${selected}/timeline?min_offset=${minOffset}`);
+      const target = document.getElementById("timeline");
+      if (!target) return;  // the topic itself was refused: the page says so instead
       if (status !== 200) {
-        html(document.getElementById("timeline"), `<p class="error">${esc(kafkaError(data))}</p>`);
+        html(target, `<p class="error">${esc(kafkaError(data))}</p>`);
         return;
       }
+      // Bars come as rows of bar_fields (a long partition has thousands of them).
+      const fields = data.bar_fields;
+      data.bars = data.bars.map((row) => {
+        const bar = {};
+        for (let i = 0; i < fields.length; i += 1) bar[fields[i]] = row[i];
+        return bar;
+      });
       timeline = data;
       renderTimeline(data);
     };
@@ -555,8 +564,10 @@
       loadTimeline();
     });
 
-    if (await loadTopic()) {
-      await loadTimeline();
+    // The partition table and the timeline are read side by side.
+    const [found] = await Promise.all([loadTopic(), loadTimeline()]);
+    if (found) {
+      renderActions();
       loadConfigs();
       follow((change) => {
         if (!change.topics.includes(name) && !change.reset) return;
