@@ -74,13 +74,20 @@ async def event_stream(context: ControllerContext, access_of: Callable[[], Conso
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
+        wait = min(WAIT_SECONDS, remaining)
+        asked = time.monotonic()
         read = await controller.read_after(last, max_records=MAX_RECORDS, max_bytes=MAX_BYTES,
-                                           wait=min(WAIT_SECONDS, remaining))
+                                           wait=wait)
         if read.snapshot_needed:
             last = controller.image.offset
             yield change_event(last, [], True, reset=True)
             continue
         if not read.batches:
+            if time.monotonic() - asked < wait / 2:
+                # Nothing, long before the wait was over: the node is stopping (it releases
+                # every waiter, and every later wait returns at once). End the stream rather
+                # than spin; the browser reconnects.
+                return
             yield b": idle\n\n"
             continue
         ids, names, other = touched_topics(read)

@@ -204,3 +204,17 @@ def test_events_stream_names_the_topics_a_change_touched(tmp_path: Path) -> None
         assert alice[1] == change_event(offset, [], True)  # something changed, not what
 
     run(tmp_path, scenario)
+
+
+def test_events_end_when_the_node_stops_rather_than_spin(tmp_path: Path) -> None:
+    async def scenario(node: Node, tokens: dict[str, str], path: Path) -> None:
+        context = node.context
+        context.controller.release_waiters()  # what a stopping node does
+        access = ConsoleAccess(context.controller.image, Principal("User:admin"),
+                               context.authorizer)
+        began = asyncio.get_running_loop().time()
+        messages = [m async for m in event_stream(context, lambda: access, -1, seconds=20)]
+        assert asyncio.get_running_loop().time() - began < 2
+        assert len(messages) == 2 and messages[0].startswith(b"retry:")
+
+    run(tmp_path, scenario)

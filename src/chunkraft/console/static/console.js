@@ -320,10 +320,12 @@
       </span> inactive chunk <span class="key leader"></span> leader <span class="key adding"></span>
       adding (move in progress) <span class="key removing"></span> removing
       <span class="key overlap"></span> held past the stop offset (transactional cut)</p></section>
-      <section id="actions"></section><section id="configs"></section>
+      <section id="actions"></section>
       <section><h2>Partitions</h2><div id="partitions"></div></section>
+      <section id="configs"></section>
       <div id="dialog" class="dialog" hidden></div>`);
 
+    let rowHeight = ROW_H;
     const renderTopic = (data) => {
       const started = performance.now();
       html(document.getElementById("topic-facts"), `<dl class="facts">
@@ -346,8 +348,17 @@
           requestAnimationFrame(() => { queued = false; renderRows(); });
         });
       }
-      document.getElementById("partition-space").style.height = `${data.rows.length * ROW_H}px`;
       renderRows();
+      // Rows are as tall as the browser makes them: measure one, so the space the scroller
+      // holds and the rows' positions agree with what is drawn.
+      const drawn = document.querySelector("#partition-table tr");
+      if (drawn && Math.abs(drawn.getBoundingClientRect().height - rowHeight) > 0.1) {
+        rowHeight = drawn.getBoundingClientRect().height;
+        renderRows();
+      }
+      // (+4: the table's collapsed outer border is not part of any row.)
+      document.getElementById("partition-space").style.height =
+        `${data.rows.length * rowHeight + 4}px`;
       void partitions.offsetHeight;  // the layout counts too
       timings.table = performance.now() - started;
       body.dataset.tableRows = String(data.rows.length);
@@ -373,13 +384,13 @@
       const scroller = document.getElementById("partition-scroll");
       if (!scroller || !topic) return;
       const rows = topic.rows;
-      const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - MARGIN_ROWS);
+      const first = Math.max(0, Math.floor(scroller.scrollTop / rowHeight) - MARGIN_ROWS);
       const last = Math.min(rows.length,
-        first + Math.ceil(scroller.clientHeight / ROW_H) + 2 * MARGIN_ROWS);
+        first + Math.ceil(scroller.clientHeight / rowHeight) + 2 * MARGIN_ROWS);
       const parts = [];
       for (let i = first; i < last; i += 1) parts.push(rowHtml(rows[i]));
       const table = document.getElementById("partition-table");
-      table.style.top = `${first * ROW_H}px`;
+      table.style.top = `${first * rowHeight}px`;
       table.tBodies[0].innerHTML = parts.join("");
     };
 
