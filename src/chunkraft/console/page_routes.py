@@ -10,7 +10,7 @@ https, for the whole controller (``Path=/``, so the pages' calls to ``/v3`` carr
 from __future__ import annotations
 
 from importlib import resources
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
@@ -145,7 +145,8 @@ async def static(name: str) -> Response:
 def _page(request: Request, page: str, title: str, **data: str) -> Response:
     session = session_of(request.scope)
     if session is None:  # credentials of its own but no session: pages need one (CSRF)
-        return RedirectResponse("/ui/login?next=" + request.url.path, status_code=303)
+        return RedirectResponse("/ui/login?next=" + quote(request.url.path, safe=""),
+                                status_code=303)
     context = _context(request)
     return _html(page_shell(page, title, principal=principal_of(request).name,
                             csrf=session.csrf, cluster_id=context.cluster_id_text,

@@ -42,15 +42,13 @@ from chunkraft.error_codes import Errors
 
 __all__ = [
     "LOGIN_PATH",
-    "PUBLIC_PREFIXES",
     "ConsoleSessionMiddleware",
     "install_session_middleware",
     "session_of",
 ]
 
 LOGIN_PATH = "/ui/login"
-PUBLIC_PREFIXES = (LOGIN_PATH, "/ui/static/")
-"""Console paths served without a session: the login page and the static files."""
+"""Served without a session, as are the static files (``/ui/static/``)."""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 _AUTHORIZATION = b"authorization"
@@ -82,7 +80,7 @@ def is_console(path: str) -> bool:
 
 
 def is_public(path: str) -> bool:
-    return any(path == p or path.startswith(p) for p in PUBLIC_PREFIXES)
+    return path == LOGIN_PATH or path.startswith("/ui/static/")
 
 
 class ConsoleSessionMiddleware:

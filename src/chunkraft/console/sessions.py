@@ -39,8 +39,8 @@ def cookie_name(node_id: int) -> str:
 @dataclass
 class Session:
     """One logged-in person: ``principal`` (its name), ``token`` (the bearer token it logged in
-    with; None for a certificate login, then ``certificate`` is the principal the connection's
-    certificate must keep naming), ``csrf`` and its times. Mutated only by the store."""
+    with; None for a certificate login, whose every connection's certificate must keep naming
+    ``principal``), ``csrf`` and its times. Mutated only by the store."""
 
     session_id: str
     principal: str
