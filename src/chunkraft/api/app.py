@@ -56,7 +56,8 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
                                     monotonic=context.monotonic)))
         if chunk_retention_interval is not None:
             tasks.append(asyncio.create_task(run_chunk_retention(
-                context.controller, interval=chunk_retention_interval)))
+                context.controller, interval=chunk_retention_interval,
+                sizes=context.chunk_sizes.sizes)))
         if freeze_heap:
             controller = context.controller
             tasks.append(asyncio.create_task(run_heap_freezer(lambda: controller.image.offset)))

@@ -14,6 +14,7 @@ import httpx
 from chunkraft.api.authentication import Authenticator
 from chunkraft.api.limits import RequestLimits
 from chunkraft.cluster_timeouts import cluster_timeout
+from chunkraft.controller.operations.chunk_sizes import ChunkSizeTable
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.records.uuids import kafka_uuid_str
@@ -32,7 +33,8 @@ class ControllerContext:
     (``controller.http.urls``), so a write that reaches a follower is forwarded to the leader;
     a controller registered in the image (added with ``chunkraft quorum add-controller``) is
     found there (:meth:`controller_url`). ``heartbeats`` is the leader's in-memory view of broker
-    sessions (not replicated: a new leader starts every session afresh, as Kafka does).
+    sessions (not replicated: a new leader starts every session afresh, as Kafka does), and
+    ``chunk_sizes`` of the bytes brokers hold of each chunk (for ``retention.bytes``).
     """
 
     controller: QuorumController
@@ -55,6 +57,7 @@ class ControllerContext:
     export_dir: Path | None = None
     """``metadata.snapshot.export.dir``: where the console looks for the newest audit report."""
     limits: RequestLimits = field(default_factory=RequestLimits)
+    chunk_sizes: ChunkSizeTable = field(default_factory=ChunkSizeTable)
     """What one request may cost (:mod:`chunkraft.api.limits`); the defaults unless the
     configuration says otherwise."""
     _client: httpx.AsyncClient | None = field(default=None, repr=False)

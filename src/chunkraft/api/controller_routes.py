@@ -4,10 +4,11 @@ Write routes run on the leader (followers forward them); read routes answer from
 committed image. Bodies are the protocol messages of ``chunkraft.protocol``.
 
 Authorization: a broker's calls (registration, heartbeat, AlterPartition, producer ids, chunk
-replica state, CreateChunks with a broker id) need the caller to be that broker; UnregisterBroker
-and ACL changes need ALTER on the cluster, DescribeAcls DESCRIBE (:mod:`chunkraft.api.access`,
-403 otherwise); topic operations are authorized per topic (:mod:`chunkraft.api.authorized`);
-configurations per resource (ALTER_CONFIGS / DESCRIBE_CONFIGS, :mod:`chunkraft.api.config_access`).
+replica state, chunk sizes, CreateChunks with a broker id) need the caller to be that broker;
+UnregisterBroker and ACL changes need ALTER on the cluster, DescribeAcls DESCRIBE
+(:mod:`chunkraft.api.access`, 403 otherwise); topic operations are authorized per topic
+(:mod:`chunkraft.api.authorized`); configurations per resource (ALTER_CONFIGS /
+DESCRIBE_CONFIGS, :mod:`chunkraft.api.config_access`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from chunkraft.api.rpc import EncodedAnswer, add_read_route, add_write_route
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations import acls, brokers, configs, producer_ids
 from chunkraft.controller.operations.alter_partition import alter_partition
+from chunkraft.controller.operations.chunk_sizes import report_chunk_sizes
 from chunkraft.controller.operations.chunks import chunk_replica_state
 from chunkraft.controller.result import ControllerResult, Operation
 from chunkraft.protocol.acls import (
@@ -50,6 +52,7 @@ from chunkraft.protocol.brokers import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
+from chunkraft.protocol.chunk_sizes import ChunkSizesRequest, ChunkSizesResponse
 from chunkraft.protocol.chunks import (
     AlterChunkAssignmentsRequest,
     AlterChunkAssignmentsResponse,
@@ -190,6 +193,12 @@ add_write_route(router, "/chunk-replica-state", ChunkReplicaStateRequest,
                     context, principal, request.broker_id,
                     lambda image: chunk_replica_state(image, request)),
                 summary="A broker reports a chunk copy complete, or drops its replica")
+add_write_route(router, "/chunk-sizes", ChunkSizesRequest, ChunkSizesResponse,
+                lambda context, principal, request: as_broker(
+                    context, principal, request.broker_id,
+                    lambda image: report_chunk_sizes(image, request, context.chunk_sizes)),
+                summary="A broker reports the bytes it holds of each chunk (retention.bytes); "
+                        "kept by the leader in memory, no records")
 
 
 def _metadata(context: ControllerContext, principal: Principal, image: MetadataImage,

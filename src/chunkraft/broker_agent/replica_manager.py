@@ -14,21 +14,24 @@ This module is the façade; the work is in one module per seam, which it imports
 - ``replica_roles``: leader / follower transitions, partition deletes, follower fetchers;
 - ``chunk_replicas``: inactive chunks (stops, copies, deletes), reconcile, retention;
 - ``isr_updates``: high watermarks and AlterPartition; ``chunk_reports``: ChunkReplicaState;
+  ``chunk_size_reports``: the bytes held per chunk, for the controller's ``retention.bytes``;
 - ``topic_configs``: each topic's effective configuration on this broker, followed live from
   the image (``min.insync.replicas`` and ``max.message.bytes`` on produce, segment and
-  retention settings on every log of the topic, the chunk copy throttle);
+  retention settings and ``message.timestamp.type`` on every log of the topic, the chunk copy
+  throttle);
 - ``produce_path``, ``fetch_path``, ``chunk_roll``: the data plane, over the small
   :class:`~chunkraft.broker_agent.replica_host.ReplicaHost` protocol this class implements
   (they never import it).
 
-Background work (ISR checks, retention, flushes, HW checkpoints) runs as tasks of the broker's
-main event loop, which also serves the data plane; heartbeats do not run there (see
-``lifecycle_thread``). The high-watermark checkpoints' file I/O (two fsyncs per changed log,
-every ``replica.high.watermark.checkpoint.interval.ms``) runs on one disk worker thread; see
-:meth:`ReplicaManager.checkpoint_high_watermarks_off_loop` for why that is safe. Flushes stay on
-the loop: they write index entries that appends change (a worker would need a lock on every
-append), and by default they never run (``log.flush.interval.*`` unset: replication, not fsync,
-keeps acknowledged data, as in Kafka). Not thread-safe otherwise, and it needs no locks.
+Background work (ISR checks, retention, flushes, HW checkpoints, chunk size reports) runs as
+tasks of the broker's main event loop, which also serves the data plane; heartbeats do not run
+there (see ``lifecycle_thread``). The high-watermark checkpoints' file I/O (two fsyncs per
+changed log, every ``replica.high.watermark.checkpoint.interval.ms``) runs on one disk worker
+thread; see :meth:`ReplicaManager.checkpoint_high_watermarks_off_loop` for why that is safe.
+Flushes stay on the loop: they write index entries that appends change (a worker would need a
+lock on every append), and by default they never run (``log.flush.interval.*`` unset:
+replication, not fsync, keeps acknowledged data, as in Kafka). Not thread-safe otherwise, and it
+needs no locks.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
 from chunkraft.broker_agent.chunk_replicas import ChunkReplicas
 from chunkraft.broker_agent.chunk_reports import ChunkReports
+from chunkraft.broker_agent.chunk_size_reports import ChunkSizeReports
 from chunkraft.broker_agent.failures import failed
 from chunkraft.broker_agent.isr_updates import IsrUpdates
 from chunkraft.broker_agent.partition import Partition, Role
@@ -122,6 +126,7 @@ class ReplicaManager:
                                   self.isr, self.chunks)
         self.configs = EffectiveConfigs(node_id, logs.config, static_values(logs.config, config))
         logs.config_for = self.configs.log_config
+        self.size_reports = ChunkSizeReports(self.registry, logs, controller, broker_epoch)
         self._reconciled = False
         self._background: list[asyncio.Task[None]] = []
         self._disk: ThreadPoolExecutor | None = None  # the disk worker, from start() to stop()
@@ -266,7 +271,8 @@ class ReplicaManager:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Starts the periodic work: ISR checks, retention, flushes, HW checkpoints."""
+        """Starts the periodic work: ISR checks, retention, flushes, HW checkpoints, chunk size
+        reports."""
         self.reports.stopped = False
         loop = asyncio.get_running_loop()
         self._disk = ThreadPoolExecutor(max_workers=1,
@@ -281,6 +287,9 @@ class ReplicaManager:
             loop.create_task(_every_async(self.config.hw_checkpoint_interval_ms / 1000,
                                           self.checkpoint_high_watermarks_off_loop,
                                           "HW checkpoint")),
+            # The controller's retention.bytes across chunks needs the chunks' sizes.
+            loop.create_task(_every_async(self.config.retention_check_interval_ms / 1000,
+                                          self.size_reports.send, "chunk size reports")),
         ]
 
     async def stop(self) -> None:

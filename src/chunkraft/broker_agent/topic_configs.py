@@ -38,9 +38,12 @@ APPLIED_KEYS: dict[str, str] = {
     "segment.ms": "segment_ms",
     "retention.ms": "retention_ms",
     "retention.bytes": "retention_bytes",
+    "message.timestamp.type": "message_timestamp_type",
 }
 """The topic keys a broker applies, and the :class:`TopicConfig` field holding each
-(``cleanup.policy`` and ``message.timestamp.type`` are stored but change nothing here yet)."""
+(``cleanup.policy`` is stored but changes nothing: ``delete`` is the only policy accepted)."""
+
+LOG_APPEND_TIME = "LogAppendTime"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +56,15 @@ class TopicConfig:
     segment_ms: int
     retention_ms: int
     retention_bytes: int
+    message_timestamp_type: str = "CreateTime"
 
     def log_config(self, base: LogConfig) -> LogConfig:
         """``base`` (the broker's own log settings) with this topic's values."""
         return dataclasses.replace(
             base, segment_bytes=self.segment_bytes, segment_ms=self.segment_ms,
             retention_ms=self.retention_ms, retention_bytes=self.retention_bytes,
-            max_batch_bytes=self.max_message_bytes)
+            max_batch_bytes=self.max_message_bytes,
+            log_append_time=self.message_timestamp_type == LOG_APPEND_TIME)
 
 
 def static_values(log: LogConfig, replication: ReplicationConfig) -> dict[str, str]:
@@ -71,6 +76,7 @@ def static_values(log: LogConfig, replication: ReplicationConfig) -> dict[str, s
         "log.retention.ms": str(log.retention_ms),
         "log.retention.bytes": str(log.retention_bytes),
         "message.max.bytes": str(log.max_batch_bytes),
+        "log.message.timestamp.type": LOG_APPEND_TIME if log.log_append_time else "CreateTime",
         "min.insync.replicas": str(replication.min_insync_replicas),
         THROTTLE: str(replication.chunk_copy_throttle_bytes_per_second),
     }
@@ -111,8 +117,19 @@ class EffectiveConfigs:
                 segment_bytes=self._int(name, "segment.bytes"),
                 segment_ms=self._int(name, "segment.ms"),
                 retention_ms=self._int(name, "retention.ms"),
-                retention_bytes=self._int(name, "retention.bytes"))
+                retention_bytes=self._int(name, "retention.bytes"),
+                message_timestamp_type=self._choice(name, "message.timestamp.type"))
         return found
+
+    def _choice(self, topic: str, key: str) -> str:
+        """A string key's effective value; a stored value that is no longer one of the key's
+        choices falls back to its default (as :meth:`Resolved.as_int` does for numbers)."""
+        resolved = resolve_topic(self.configs, topic, key, broker_id=self.node_id,
+                                 static=self.static)
+        try:
+            return str(resolved.key.parse(resolved.value))
+        except ValueError:
+            return str(resolved.key.parse(resolved.key.default))
 
     def _int(self, topic: str, key: str) -> int:
         return topic_int(self.configs, topic, key, broker_id=self.node_id, static=self.static)

@@ -8,7 +8,8 @@ worker (``offload``), off the event loop, and one pass deletes at most
 :data:`~chunkraft.controller.operations.chunk_retention.MAX_CHUNKS_PER_PASS` chunks; a pass
 that hit the limit is followed by the next one a tenth of an interval later, so a backlog
 drains without any pass growing. A follower does nothing; a new leader runs its first pass
-within one interval.
+within one interval. ``retention.bytes`` reads the chunk sizes brokers reported to this leader
+(``sizes``: the :class:`~chunkraft.controller.operations.chunk_sizes.ChunkSizeTable`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations.chunk_retention import (
@@ -24,6 +25,7 @@ from chunkraft.controller.operations.chunk_retention import (
     ChunkRetentionResponse,
     delete_expired_chunks,
 )
+from chunkraft.controller.operations.chunk_sizes import ChunkKey
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException
@@ -37,21 +39,28 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def retention_operation(now_ms: int, limit: int = MAX_CHUNKS_PER_PASS
+SizesOf = Callable[[MetadataImage], Mapping[ChunkKey, int]]
+"""The reported chunk sizes that still apply to an image (ChunkSizeTable.sizes)."""
+
+
+def retention_operation(now_ms: int, limit: int = MAX_CHUNKS_PER_PASS,
+                        sizes: SizesOf | None = None
                         ) -> Callable[[MetadataImage], ControllerResult[ChunkRetentionResponse]]:
     """The retention pass at ``now_ms`` as an operation (image in, records out)."""
     def operation(image: MetadataImage) -> ControllerResult[ChunkRetentionResponse]:
-        return delete_expired_chunks(image, now_ms, limit=limit)
+        return delete_expired_chunks(image, now_ms, limit=limit,
+                                     sizes=sizes(image) if sizes is not None else None)
 
     return operation
 
 
 async def run_retention_pass(controller: QuorumController, *, now_ms: int,
-                             limit: int = MAX_CHUNKS_PER_PASS) -> int:
+                             limit: int = MAX_CHUNKS_PER_PASS,
+                             sizes: SizesOf | None = None) -> int:
     """One pass on the leader: how many chunks it deleted (0 when the write did not commit:
     the next pass tries again)."""
     try:
-        result = await controller.write(retention_operation(now_ms, limit),
+        result = await controller.write(retention_operation(now_ms, limit, sizes),
                                         ChunkRetentionResponse, offload=True)
     except ApiException as error:
         logger.info("chunk retention pass did not commit: %s", error)
@@ -69,6 +78,7 @@ async def run_chunk_retention(
     interval: float,
     limit: int = MAX_CHUNKS_PER_PASS,
     clock_ms: Callable[[], int] = _wall_clock_ms,
+    sizes: SizesOf | None = None,
 ) -> None:
     """Runs until cancelled: on the leader, a retention pass every ``interval`` seconds."""
     wait = interval
@@ -78,7 +88,8 @@ async def run_chunk_retention(
         if not controller.is_leader():
             continue
         try:
-            deleted = await run_retention_pass(controller, now_ms=clock_ms(), limit=limit)
+            deleted = await run_retention_pass(controller, now_ms=clock_ms(), limit=limit,
+                                               sizes=sizes)
         except Exception:
             logger.exception("chunk retention pass failed")
             continue

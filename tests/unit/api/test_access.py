@@ -28,6 +28,7 @@ NOBODY_ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/alter-partition", {"broker_id": 1, "broker_epoch": 1, "topics": []}),
     ("POST", "/allocate-producer-ids", {"broker_id": 1, "broker_epoch": 1}),
     ("POST", "/chunk-replica-state", {"broker_id": 1, "broker_epoch": 1, "chunks": []}),
+    ("POST", "/chunk-sizes", {"broker_id": 1, "broker_epoch": 1, "sizes": []}),
     ("POST", "/create-chunks", {"broker_id": 1, "topics": []}),
 ]
 

@@ -218,7 +218,7 @@ def test_counts_of_every_batch_shape() -> None:
 
 def test_the_defaults_are_the_configurations(tmp_path: Any) -> None:
     from chunkraft.controller.config import load_controller_config
-    from tests.unit.controller.test_config import base_values
+    from tests.unit.controller.config_support import base_values
 
     config = load_controller_config(None, base_values(tmp_path / "data"), {})
     assert limits_of(config) == RequestLimits()

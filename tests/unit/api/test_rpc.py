@@ -26,6 +26,7 @@ from chunkraft.protocol.brokers import (
     BrokerRegistrationResponse,
     UnregisterBrokerResponse,
 )
+from chunkraft.protocol.chunk_sizes import ChunkSizesResponse
 from chunkraft.protocol.chunks import (
     AlterChunkAssignmentsResponse,
     ChunkReplicaStateResponse,
@@ -117,6 +118,12 @@ def test_every_route_answers_its_model_with_the_metadata_offset() -> None:
                 "broker_id": 4, "broker_epoch": epochs[4], "chunks": [{
                     "topic_name": "orders", "partition_id": 0, "start_offset": 0,
                     "state": "in_sync"}]}, ChunkReplicaStateResponse)
+            sizes = await walk.call("chunk-sizes", {
+                "broker_id": 4, "broker_epoch": epochs[4], "sizes": [{
+                    "topic_name": "orders", "partition_id": 0, "start_offset": 0,
+                    "size_in_bytes": 4096}]}, ChunkSizesResponse,
+                writes=False)  # the leader keeps sizes in memory: no records
+            assert (sizes["error_code"], sizes["accepted"]) == (0, 1)
             topic = node.context.controller.image.topics.get_by_name("orders")
             assert topic is not None
             partition = topic.partitions[1]
@@ -169,7 +176,7 @@ def test_every_route_answers_its_model_with_the_metadata_offset() -> None:
             return walk.called
 
     called = asyncio.run(scenario())
-    assert len(called) == 18
+    assert len(called) == 19
 
 
 def test_an_answer_with_errors_inside_is_still_200_and_writes_nothing() -> None:

@@ -20,6 +20,7 @@ from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.storage import LogConfig, LogManager
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.controller.operations.alter_partition import alter_partition
+from chunkraft.controller.operations.chunk_sizes import ChunkSizeTable, report_chunk_sizes
 from chunkraft.controller.operations.chunks import (
     alter_chunk_assignments,
     chunk_replica_state,
@@ -28,6 +29,7 @@ from chunkraft.controller.operations.chunks import (
 from chunkraft.controller.result import ControllerResult
 from chunkraft.dataplane.record_batch import build_batch, decode_records, iter_batches
 from chunkraft.protocol.brokers import AlterPartitionRequest
+from chunkraft.protocol.chunk_sizes import ChunkSizesRequest
 from chunkraft.protocol.chunks import (
     AlterChunkAssignment,
     AlterChunkAssignmentsRequest,
@@ -75,6 +77,7 @@ class FakeController:
         self.calls: list[str] = []
         self.deltas: list[MetadataDelta] = []
         self.apply_twice = False  # as a metadata stream re-delivering each delta
+        self.chunk_sizes = ChunkSizeTable()  # the leader's memory of the brokers' size reports
 
     async def commit(self, records: list[Any]) -> MetadataDelta:
         delta = MetadataDelta(self.image)
@@ -104,6 +107,9 @@ class FakeController:
         if path.endswith("/chunk-replica-state"):
             return await self._run(chunk_replica_state(
                 self.image, ChunkReplicaStateRequest.model_validate(body)))
+        if path.endswith("/chunk-sizes"):
+            return await self._run(report_chunk_sizes(
+                self.image, ChunkSizesRequest.model_validate(body), self.chunk_sizes))
         raise AssertionError(f"unexpected controller call {path}")
 
     async def move_chunk(self, start: int, broker_ids: tuple[int, ...]) -> None:

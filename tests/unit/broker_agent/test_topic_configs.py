@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+from chunkraft.broker_agent.replica_manager import ReplicaManager
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.storage import LogConfig
 from chunkraft.broker_agent.topic_configs import (
@@ -20,6 +21,7 @@ from chunkraft.broker_agent.topic_configs import (
 from chunkraft.configs.keys import BROKER_KEYS
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.controller.operations.chunk_retention import delete_expired_chunks
+from chunkraft.dataplane.record_batch import decode_records, iter_batches
 from chunkraft.error_codes import Errors
 from chunkraft.records import ConfigRecord
 from tests.unit.broker_agent.replica_harness import (
@@ -73,6 +75,7 @@ def test_the_export_lists_every_applied_key_with_the_value_applied_and_its_sourc
         "min.insync.replicas": ("3", "STATIC_BROKER_CONFIG"),
         "segment.bytes": ("5000", "STATIC_BROKER_CONFIG"),
         "segment.ms": (str(LogConfig().segment_ms), "STATIC_BROKER_CONFIG"),
+        "message.timestamp.type": ("CreateTime", "STATIC_BROKER_CONFIG"),
     }
     events = {r["name"]: r["value"] for r in rows if r["topic"] == "events"}
     assert events["retention.ms"] == "9000"  # the broker's own, not orders' topic key
@@ -204,6 +207,45 @@ def test_max_message_bytes_refuses_a_larger_batch_live(tmp_path: Path) -> None:
             await cluster.close()
 
     _run(scenario())
+
+
+def test_log_append_time_of_the_topic_stamps_produced_batches_live(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            before = await produce(b0, [b"a"])
+            assert before.error_code == 0 and before.log_append_time_ms == -1
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "message.timestamp.type",
+                                                          "LogAppendTime")])
+            after = await produce(b0, [b"b", b"c"])
+            assert after.error_code == 0 and after.log_append_time_ms > 1_000_000
+            times = [r.timestamp for _, view in iter_batches((await fetch(b0, 0)).records)
+                     for r in decode_records(view)]
+            # The producer's create times (1000, 1001...) stay on the batch written before.
+            assert times == [1000] + [after.log_append_time_ms] * 2
+            # A follower copies the stamped batch as it is.
+            await eventually(lambda: len(local_records(cluster.managers[1])) == 3,
+                             "the follower has all three records")
+            assert [ts for _, ts in local_records(cluster.managers[1])] == times
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "message.timestamp.type",
+                                                          None)])
+            assert (await produce(b0, [b"d"])).log_append_time_ms == -1
+        finally:
+            await cluster.close()
+
+    _run(scenario())
+
+
+def local_records(manager: ReplicaManager) -> list[tuple[bytes, int]]:
+    """(value, timestamp) of every record in ``manager``'s local log of partition 0."""
+    log_ = manager.logs.get(TOPIC, 0)
+    if log_ is None:
+        return []
+    return [(r.value or b"", r.timestamp)
+            for _, view in iter_batches(log_.read(0, 1 << 20, 1 << 20).records)
+            for r in decode_records(view)]
 
 
 def test_segment_and_retention_settings_reach_every_open_log_and_new_ones(

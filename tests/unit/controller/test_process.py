@@ -11,7 +11,7 @@ from chunkraft.controller.config import load_controller_config
 from chunkraft.controller.process import authenticator_of, tls_settings
 from chunkraft.errors import ConfigError
 from chunkraft.security.credentials import add_token
-from tests.unit.controller.test_config import base_values, write_properties
+from tests.unit.controller.config_support import base_values, write_properties
 
 
 def test_the_authenticator_reads_the_credentials_file(tmp_path: Path) -> None:

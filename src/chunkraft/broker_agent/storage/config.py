@@ -31,7 +31,9 @@ class LogConfig:
 
     The flush defaults are Kafka's: never forced by count or time, so data reaches the disk when
     a segment rolls, on :meth:`UnifiedLog.flush` and on close (replication is the durability).
-    ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited.
+    ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited. ``log_append_time`` is
+    ``message.timestamp.type=LogAppendTime``: a leader stamps each produced batch with its own
+    clock at the append instead of keeping the producer's create time.
     """
 
     segment_bytes: int = 1 << 30  # log.segment.bytes
@@ -43,6 +45,7 @@ class LogConfig:
     index_interval_bytes: int = 4096  # log.index.interval.bytes
     max_batch_bytes: int = 1_048_588  # message.max.bytes (Kafka's default: 1 MiB + 12)
     producer_id_expiration_ms: int = 24 * 3600 * 1000  # producer.id.expiration.ms
+    log_append_time: bool = False  # log.message.timestamp.type=LogAppendTime
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= 2**31 - 1:
@@ -55,9 +58,10 @@ class LogConfig:
 class LogAppendInfo:
     """What an append wrote: offsets (inclusive), largest timestamp, records and bytes.
 
-    ``log_append_time_ms`` is -1: chunkraft keeps the producers' create times, as Kafka's default
-    ``message.timestamp.type=CreateTime``. An empty append has ``record_count == 0`` and
-    ``first_offset == last_offset + 1 ==`` the log end offset.
+    ``log_append_time_ms`` is the time a LogAppendTime log stamped the batches with, -1 when
+    the log keeps the producers' create times (``CreateTime``, Kafka's default). An empty
+    append has ``record_count == 0`` and ``first_offset == last_offset + 1 ==`` the log end
+    offset.
     """
 
     first_offset: int

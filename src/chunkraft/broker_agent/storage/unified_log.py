@@ -46,6 +46,7 @@ from chunkraft.dataplane.record_batch import (
     build_control_batch,
     parse_header,
     rewrite_base,
+    set_log_append_time,
 )
 from chunkraft.error_codes import ApiException, Errors
 
@@ -76,7 +77,9 @@ class UnifiedLog(LogTruncation, LogReads):
         is written), a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
         INVALID_PRODUCER_EPOCH, a non-transactional batch during a transaction INVALID_TXN_STATE.
         All or nothing: a refusal writes nothing. Base offsets and partition leader epochs are
-        rewritten in place; the epoch cache records ``leader_epoch`` at the first offset.
+        rewritten in place, and on a LogAppendTime log the timestamp type and maximum timestamp
+        too (``now_ms``, with a new CRC); the epoch cache records ``leader_epoch`` at the first
+        offset.
         """
         now = self._clock() if now_ms is None else now_ms
         buf = bytearray(batches)
@@ -132,9 +135,13 @@ class UnifiedLog(LogTruncation, LogReads):
             check_offsets_fit(offset, last)
             staging.append_data(header, offset, last)
             rewrite_base(batch, offset, leader_epoch)
-            described.append((offset, last, header.max_timestamp, size))
+            batch_ts = header.max_timestamp
+            if config.log_append_time:
+                set_log_append_time(batch, now)
+                batch_ts = now
+            described.append((offset, last, batch_ts, size))
             records += header.record_count
-            max_ts = max(max_ts, header.max_timestamp)
+            max_ts = max(max_ts, batch_ts)
             offset = last + 1
             pos += size
         if not described:
@@ -146,7 +153,8 @@ class UnifiedLog(LogTruncation, LogReads):
             # Only a newer epoch starts an entry; an older one must not truncate the cache.
             self.epoch_cache.assign(leader_epoch, leo)
         self._after_append(records, now)
-        return LogAppendInfo(leo, offset - 1, max_ts, -1, records, total)
+        append_time = now if config.log_append_time else -1
+        return LogAppendInfo(leo, offset - 1, max_ts, append_time, records, total)
 
     def append_control(
         self,

@@ -27,6 +27,10 @@ election deadline is held back while it is not the leader, and once that deadlin
 (no leader heard from for an election timeout) :attr:`DurableSyncObj.campaign_refused` is true
 and one error is logged. It can still follow a leader of term MAX_EPOCH; it can never elect one.
 
+Before raising its term for an election, a node asks for pre-votes (``pre_vote.py``): a node
+the leader still reaches, or one in a minority, never raises the term, so a follower that
+restarts or pauses does not unseat a healthy leader. A leadership transfer skips it.
+
 Term and vote need nothing here: ``DurableJournal.setCurrentTerm`` stores them durably before
 it returns, and pysyncobj sends its RequestVote, vote and AppendEntries only after that call.
 
@@ -46,6 +50,7 @@ from pysyncobj import _RAFT_STATE, SyncObj
 from pysyncobj.syncobj import FAIL_REASON
 
 from chunkraft.controller.raft.entry import MAX_EPOCH
+from chunkraft.controller.raft.pre_vote import PRE_VOTE, PRE_VOTE_RESPONSE, PreVote, grants
 from chunkraft.controller.raft.term_range import out_of_range_term
 
 __all__ = ["DurableSyncObj"]
@@ -68,14 +73,20 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
 
     _SyncObj__raftElectionDeadline: float  # pysyncobj's, by its mangled name
     _SyncObj__raftLeader: Any
+    _SyncObj__raftState: Any
+    _SyncObj__raftCurrentTerm: int
     joining = False
     """Formatted to join a running quorum and no leader heard from yet: no elections."""
     _on_joined: Callable[[], None] | None = None
 
     def __init__(self, *args: Any, joining: bool = False,
-                 on_joined: Callable[[], None] | None = None, **kwargs: Any) -> None:
+                 on_joined: Callable[[], None] | None = None, pre_vote: bool = True,
+                 **kwargs: Any) -> None:
         # Before SyncObj.__init__, which may start the tick thread.
         self.joining = joining
+        self.pre_vote_enabled = pre_vote
+        self.pre_vote = PreVote()
+        """This node's pre-vote rounds (``pre_vote.py``)."""
         self._on_joined = on_joined
         self._held_acks: list[tuple[Any, bool, int, bool]] = []
         self.acks_held = 0
@@ -96,7 +107,72 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         self._sync_journal_and_release_acks()
         self._hold_elections_while_joining()
         self._hold_elections_at_the_last_epoch()
+        self._pre_vote_before_electing()
         super()._onTick(timeToWait)
+
+    def _pre_vote_before_electing(self) -> None:
+        """When pysyncobj would start an election this tick, asks for pre-votes first and holds
+        the election back until a majority granted (see ``pre_vote.py``)."""
+        if not self.pre_vote_enabled:
+            return
+        self_node = self._SyncObj__selfNode
+        if self._SyncObj__raftState == _RAFT_STATE.LEADER or self_node is None:
+            self.pre_vote.reset()
+            return
+        now = time.monotonic()
+        deadline = self._SyncObj__raftElectionDeadline
+        if deadline > now:
+            if deadline != self.pre_vote.deadline:
+                self.pre_vote.reset()  # pysyncobj moved it (a leader heard): the round is moot
+            return
+        if self._SyncObj__transferInProgress or self.pre_vote.won():
+            self.pre_vote.reset()  # the leader asked for this election, or a majority agreed
+            return
+        if not self._SyncObj__connectedToAnyone():
+            return  # pysyncobj does not elect either
+        others = self._SyncObj__otherNodes
+        term = self._SyncObj__raftCurrentTerm + 1
+        if self.pre_vote.start(term, self_node.id, len(others) + 1):
+            return  # the only voter: elect now
+        # The round's own deadline: when it passes unwon, the next round starts. pysyncobj
+        # moves it only when it hears from a leader (or votes), which tells the two apart.
+        self.pre_vote.deadline = now + self._SyncObj__generateRaftTimeout()
+        self._SyncObj__raftElectionDeadline = self.pre_vote.deadline
+        request = {"type": PRE_VOTE, "term": term,
+                   "last_log_index": self._SyncObj__getCurrentLogIndex(),
+                   "last_log_term": self._SyncObj__getCurrentLogTerm()}
+        for node in others:
+            self._SyncObj__transport.send(node, request)
+
+    def _answer_pre_vote(self, node: Any, message: dict[str, Any]) -> None:
+        """A peer's pre-vote request (answered, nothing changed here) or answer (counted)."""
+        if message.get("type") == PRE_VOTE_RESPONSE:
+            voters = len(self._SyncObj__otherNodes) + 1
+            term = message.get("term")
+            if isinstance(term, int) and self.pre_vote.answer(
+                    term, getattr(node, "id", node), message.get("granted") is True, voters):
+                self._SyncObj__raftElectionDeadline = 0  # elect on the next tick
+            return
+        if self._SyncObj__selfNode is None:
+            return
+        state = self._SyncObj__raftState
+        deadline = self._SyncObj__raftElectionDeadline
+        # A deadline this node's own round set says nothing of a leader: its timeout had run
+        # out already when the round started.
+        heard = (state == _RAFT_STATE.FOLLOWER and self._SyncObj__raftLeader is not None
+                 and deadline > time.monotonic() and deadline != self.pre_vote.deadline)
+        try:
+            granted = grants(term=int(message["term"]),
+                             last_index=int(message["last_log_index"]),
+                             last_term=int(message["last_log_term"]),
+                             my_term=self._SyncObj__raftCurrentTerm,
+                             my_last_index=self._SyncObj__getCurrentLogIndex(),
+                             my_last_term=self._SyncObj__getCurrentLogTerm(),
+                             is_leader=state == _RAFT_STATE.LEADER, heard_from_leader=heard)
+        except (KeyError, TypeError, ValueError):
+            return  # a malformed request from an authenticated peer: not answered
+        self._SyncObj__transport.send(node, {"type": PRE_VOTE_RESPONSE,
+                                             "term": message["term"], "granted": granted})
 
     def _hold_elections_while_joining(self) -> None:
         """A node that is not a voter yet must not campaign: its elections cannot succeed (no
@@ -214,6 +290,9 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
                 logger.error("dropped a Raft %s message from %s: %s (%d dropped so far); a term "
                              "no epoch can hold is never adopted", message.get("type"),
                              getattr(node, "address", node), why, self.messages_refused)
+            return
+        if message.get("type") in (PRE_VOTE, PRE_VOTE_RESPONSE):
+            self._answer_pre_vote(node, message)  # pysyncobj knows neither type
             return
         SyncObj._SyncObj__onMessageReceived(self, node, message)
 

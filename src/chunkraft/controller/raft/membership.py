@@ -43,6 +43,7 @@ __all__ = [
     "majority",
     "mark_joining",
     "membership_command",
+    "peer_progress",
 ]
 
 logger = logging.getLogger(__name__)
@@ -139,6 +140,15 @@ class VoterDirectory:
         return merged
 
 
+def peer_progress(status: Mapping[str, Any], address: str, *, leader: bool
+                  ) -> tuple[bool, int | None]:
+    """``(connected, match index)`` of peer ``address`` in pysyncobj's ``getStatus()``; the
+    match index only on the leader (None elsewhere: a follower tracks no peer's log)."""
+    connected = status.get(f"partner_node_status_server_{address}") == 2
+    match = status.get(f"match_idx_server_{address}") if leader else None
+    return connected, None if match is None else int(match)
+
+
 class QuorumMembership:
     """The voters of one node's SyncObj, and changes to them. Thread-safe: changes are queued
     to pysyncobj's tick thread (its command queue, or :meth:`hand_over_leadership`'s one-shot
@@ -167,10 +177,8 @@ class QuorumMembership:
             if address == self.self_address:
                 result.append(Voter(node_id, address, True, True))
                 continue
-            connected = status.get(f"partner_node_status_server_{address}") == 2
-            match = status.get(f"match_idx_server_{address}") if leader else None
-            caught_up = (connected and match is not None
-                         and int(match) >= commit - CAUGHT_UP_ENTRIES)
+            connected, match = peer_progress(status, address, leader=leader)
+            caught_up = connected and match is not None and match >= commit - CAUGHT_UP_ENTRIES
             result.append(Voter(node_id, address, connected, caught_up))
         return sorted(result, key=lambda voter: (voter.node_id is None, voter.node_id or 0,
                                                  voter.address))

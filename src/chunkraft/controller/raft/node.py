@@ -53,6 +53,7 @@ from chunkraft.controller.raft.membership import (
     JOINING_MARKER,
     QuorumMembership,
     VoterDirectory,
+    peer_progress,
 )
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION, ConflictOnlyJournal
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
@@ -516,16 +517,15 @@ class RaftNode:
             if address == self.settings.address:
                 voters.append(VoterStatus(self.node_id, address, own_index, 0, 0, True))
                 continue
-            match = status.get(f"match_idx_server_{address}") if state == "leader" else None
+            connected, match = peer_progress(status, address, leader=state == "leader")
             contact = None
             if state == "leader":
                 for node, seen in response_times.items():
                     if str(getattr(node, "address", node)) == address:
                         contact = int((now - seen) * 1000)
-            connected = status.get(f"partner_node_status_server_{address}") == 2
             voters.append(VoterStatus(
-                node_id, address, None if match is None else int(match),
-                None if match is None else max(own_index - int(match), 0), contact, connected))
+                node_id, address, match, None if match is None else max(own_index - match, 0),
+                contact, connected))
         image = self.state_machine.image
         return QuorumStatus(
             node_id=self.node_id,

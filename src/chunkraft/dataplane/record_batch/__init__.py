@@ -10,10 +10,11 @@ import build_batch``); its modules each have one job, and import one way
 - ``build``: ``build_batch`` and ``build_control_batch``;
 - ``read``: ``parse_header``, ``iter_batches``, ``validate_batch``, ``decode_records``,
   ``control_type``, ``valid_prefix_length``;
-- ``rewrite``: ``rewrite_base``, ``filter_by_key_hash``, ``without_records``.
+- ``rewrite``: ``rewrite_base``, ``set_log_append_time``, ``filter_by_key_hash``,
+  ``without_records``.
 
-Every function here is pure (``rewrite_base`` writes only into the buffer it is given) and safe to
-call from any thread. Errors in the bytes raise :class:`CorruptBatchError` (from
+Every function here is pure (the in-place rewrites write only into the buffer they are given)
+and safe to call from any thread. Errors in the bytes raise :class:`CorruptBatchError` (from
 ``chunkraft.errors``) with the byte position relative to the buffer passed in.
 """
 
@@ -47,6 +48,7 @@ from chunkraft.dataplane.record_batch.read import (
 from chunkraft.dataplane.record_batch.rewrite import (
     filter_by_key_hash,
     rewrite_base,
+    set_log_append_time,
     without_records,
 )
 from chunkraft.errors import CorruptBatchError
@@ -75,6 +77,7 @@ __all__ = [
     "iter_batches",
     "parse_header",
     "rewrite_base",
+    "set_log_append_time",
     "valid_prefix_length",
     "validate_batch",
     "without_records",

@@ -1,18 +1,26 @@
-"""Rewriting v2 batches: a leader's in-place base offset and epoch, key-range filtering, emptying.
+"""Rewriting v2 batches: a leader's in-place base offset, epoch and append time, key-range
+filtering, emptying.
 
-Pure functions (``rewrite_base`` writes only into the buffer it is given), safe from any thread.
+Pure functions (``rewrite_base`` and ``set_log_append_time`` write only into the buffer they are
+given), safe from any thread.
 """
 
 from __future__ import annotations
+
+import struct
+
+from crc32c import crc32c
 
 from chunkraft.dataplane.murmur2 import positive_hash
 from chunkraft.dataplane.record_batch.build import _assemble
 from chunkraft.dataplane.record_batch.layout import (
     _BASE,
     _BUFFER,
+    _CRC_START,
     _EPOCH,
     BATCH_HEADER_SIZE,
     MAX_OFFSET,
+    TIMESTAMP_TYPE_FLAG,
     BatchHeader,
     Buffer,
     UnsupportedCompressionError,
@@ -21,7 +29,14 @@ from chunkraft.dataplane.record_batch.read import parse_header
 from chunkraft.dataplane.record_batch.varint import _read_varint
 from chunkraft.errors import CorruptBatchError
 
-__all__ = ["filter_by_key_hash", "rewrite_base", "without_records"]
+__all__ = ["filter_by_key_hash", "rewrite_base", "set_log_append_time", "without_records"]
+
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
+_ATTRIBUTES_AT = 21
+_MAX_TIMESTAMP_AT = 35
+_CRC_AT = 17
 
 
 def rewrite_base(
@@ -39,6 +54,21 @@ def rewrite_base(
                                 _BUFFER, 0)
     _BASE.pack_into(view, 0, base_offset)
     _EPOCH.pack_into(view, 12, partition_leader_epoch)
+
+
+def set_log_append_time(view: bytearray | memoryview, append_time_ms: int) -> None:
+    """Mark the batch LogAppendTime with ``append_time_ms`` as its timestamp, in place.
+
+    Kafka's rule for ``message.timestamp.type=LogAppendTime``: the timestamp-type bit of the
+    attributes is set and ``maxTimestamp`` becomes the broker's append time, which readers then
+    report for every record of the batch; the records themselves are left as they are. Both
+    fields are inside the CRC, so the CRC is computed again. ``view`` must be writable, start
+    at the batch and hold exactly it.
+    """
+    (attributes,) = _ATTRIBUTES.unpack_from(view, _ATTRIBUTES_AT)
+    _ATTRIBUTES.pack_into(view, _ATTRIBUTES_AT, attributes | TIMESTAMP_TYPE_FLAG)
+    _TIMESTAMP.pack_into(view, _MAX_TIMESTAMP_AT, append_time_ms)
+    _CRC.pack_into(view, _CRC_AT, crc32c(view[_CRC_START:]))
 
 
 def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:

@@ -1,6 +1,7 @@
 """Appending to a partition's log (``storage.unified_log``): as leader, markers, as follower."""
 
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from chunkraft.broker_agent.storage import (
 from chunkraft.dataplane.record_batch import (
     build_batch,
     build_control_batch,
+    decode_records,
+    iter_batches,
     parse_header,
 )
 from chunkraft.error_codes import ApiException, Errors
@@ -35,6 +38,22 @@ def test_append_assigns_offsets_and_read_returns_whole_batches(tmp_path: Path) -
     assert log.read(5, 100, 100) == (b"", 5, 5)
     with pytest.raises(OffsetOutOfRangeError):
         log.read(6, 100, 100)
+
+
+def test_a_log_append_time_log_stamps_each_batch_with_the_append_time(
+        tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(2, ts=1000), leader_epoch=0, now_ms=5)
+    log.config = replace(log.config, log_append_time=True)  # as a live topic change does
+    info = log.append_as_leader(batch(2, ts=1000) + batch(1, ts=2000), leader_epoch=0,
+                                now_ms=77_000)
+    assert (info.log_append_time_ms, info.max_timestamp) == (77_000, 77_000)
+    read = log.read(0, 100_000, 100)
+    stamps = [(header.is_log_append_time, [r.timestamp for r in decode_records(view)])
+              for header, view in iter_batches(read.records)]
+    assert stamps == [(False, [1000, 1001]), (True, [77_000, 77_000]), (True, [77_000])]
+    # ListOffsets by time finds the stamped batches by their append time.
+    assert log.offset_for_timestamp(50_000) == (2, 77_000)
 
 
 def test_follower_append_rules(tmp_path: Path) -> None:

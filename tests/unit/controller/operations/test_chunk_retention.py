@@ -116,3 +116,57 @@ def test_one_pass_deletes_at_most_its_limit_oldest_first_and_others_topics_too()
 def test_nothing_to_delete_writes_nothing() -> None:
     result = delete_expired_chunks(_orders(), 0)
     assert result.records == () and result.response.deleted == 0
+
+
+def _sized(**by_start: int) -> dict[tuple[uuid.UUID, int, int], int]:
+    """Reported sizes of orders-0's chunks, by start offset (``s0=..``, ``s100=..``)."""
+    return {(ORDERS_ID, 0, int(name[1:])): size for name, size in by_start.items()}
+
+
+def test_retention_bytes_deletes_oldest_chunks_while_the_rest_still_reach_the_limit() -> None:
+    never = ConfigRecord(2, "orders", "retention.ms", "-1")
+    sizes = _sized(s0=1000, s100=1000, s200=500)  # 2500 bytes in the partition
+    for limit, gone in [(2501, []), (2500, []), (1500, [0]), (1501, []), (500, [0, 100]),
+                        (0, [0, 100])]:
+        image = _orders(10 * HOUR_MS, never,
+                        ConfigRecord(2, "orders", "retention.bytes", str(limit)))
+        # Kafka's rule: a chunk goes while the partition without it is >= the limit.
+        assert _starts(expired_chunks(image, 0, sizes=sizes)) == gone, limit
+    unlimited = _orders(10 * HOUR_MS, never)
+    assert expired_chunks(unlimited, 0, sizes=sizes) == ()  # retention.bytes -1 by default
+
+
+def test_retention_bytes_counts_unreported_chunks_as_empty_and_reads_the_cluster_default(
+        ) -> None:
+    image = _orders(10 * HOUR_MS, ConfigRecord(4, "", "log.retention.bytes", "1000"))
+    # Nothing reported: nothing is known to exceed the limit.
+    assert expired_chunks(image, 0) == ()
+    assert expired_chunks(image, 0, sizes={}) == ()
+    # Only chunk 100 and the active chunk reported: 0 holds at least 0 bytes, so it goes
+    # (the rest is 1500 >= 1000); 100 stays (without it only 500 are known).
+    assert _starts(expired_chunks(image, 0, sizes=_sized(s100=1000, s200=500))) == [0]
+    topic_key = apply(image, ConfigRecord(2, "orders", "retention.bytes", "-1"))
+    assert expired_chunks(topic_key, 0, sizes=_sized(s0=10**9)) == ()
+
+
+def test_time_and_size_each_delete_a_prefix_and_the_longer_one_goes() -> None:
+    image = _orders(10 * HOUR_MS, ConfigRecord(2, "orders", "retention.ms", str(3 * HOUR_MS)),
+                    ConfigRecord(2, "orders", "retention.bytes", "600"))
+    sizes = _sized(s0=100, s100=1000, s200=500)
+    # By size, 0 goes (1500 bytes are left, >= 600) and 100 stays (500 would be left); by
+    # time at 4 h + 1, 0 goes. Together: [0].
+    assert _starts(expired_chunks(image, 4 * HOUR_MS + 1, sizes=sizes)) == [0]
+    # At 13 h + 1 time expires both.
+    assert _starts(expired_chunks(image, 13 * HOUR_MS + 1, sizes=sizes)) == [0, 100]
+    # A large chunk 0 of a partition past its limit goes before its time.
+    assert _starts(expired_chunks(image, 0, sizes=_sized(s0=10**6, s100=600))) == [0]
+
+
+def test_retention_bytes_never_takes_the_active_chunk_or_an_overlapping_last_chunk() -> None:
+    image = with_topic(cluster(range(3)), replicas=((0, 1),), start_offset=200,
+                       start_timestamp=HOUR_MS)
+    image = apply(image, chunk(0, 99, 99, (0, 1), start_timestamp=0),
+                  chunk(100, 199, 209, (0, 1), start_timestamp=HOUR_MS // 2),
+                  ConfigRecord(2, "orders", "retention.bytes", "0"),
+                  ConfigRecord(2, "orders", "retention.ms", "-1"))
+    assert _starts(expired_chunks(image, 0, sizes=_sized(s0=10, s100=10, s200=10))) == [0]

@@ -16,6 +16,7 @@ from pysyncobj import SyncObj, SyncObjConf
 
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import MAX_EPOCH
+from chunkraft.controller.raft.pre_vote import PreVote
 from chunkraft.deploy.local_cluster import free_ports
 
 
@@ -62,7 +63,11 @@ def _node(events: list[str]) -> tuple[DurableSyncObj, _Journal]:
     node._SyncObj__raftCurrentTerm = 1
     node._SyncObj__raftState = 0  # a follower
     node._SyncObj__raftElectionDeadline = time.monotonic() + 60
+    node._SyncObj__raftLeader = "leader"
+    node._SyncObj__selfNode = "self"
     node.campaign_refused = False
+    node.pre_vote_enabled = True
+    node.pre_vote = PreVote()
     return node, journal
 
 

@@ -1,4 +1,5 @@
-"""Rewriting v2 batches (``record_batch.rewrite``): base offset in place, key ranges, emptying."""
+"""Rewriting v2 batches (``record_batch.rewrite``): base offset and append time in place, key
+ranges, emptying."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from chunkraft.dataplane.record_batch import (
     filter_by_key_hash,
     parse_header,
     rewrite_base,
+    set_log_append_time,
     validate_batch,
     without_records,
 )
@@ -32,6 +34,22 @@ def test_rewrite_base_in_place_keeps_crc() -> None:
     assert parse_header(buf).base_offset == 7
     with pytest.raises(TypeError):
         rewrite_base(memoryview(small_batch()), 1, 1)  # read-only
+
+
+def test_log_append_time_marks_the_batch_and_every_record_reads_that_time() -> None:
+    original = build_batch([(b"a", b"1", 1_000), (b"b", b"2", 1_500)], producer_id=7,
+                           producer_epoch=1, base_sequence=3)
+    buf = bytearray(original)
+    set_log_append_time(buf, 99_000)
+    header = validate_batch(buf)  # the CRC was computed again
+    assert header.is_log_append_time and header.max_timestamp == 99_000
+    assert header.base_timestamp == 1_000  # the records are left as they were
+    assert (header.producer_id, header.base_sequence) == (7, 3)
+    assert [r.timestamp for r in decode_records(buf)] == [99_000, 99_000]
+    assert [r.value for r in decode_records(buf)] == [b"1", b"2"]
+    assert buf[61:] == original[61:]
+    with pytest.raises(TypeError):
+        set_log_append_time(memoryview(original), 1)  # read-only
 
 
 def test_filter_by_key_hash() -> None:

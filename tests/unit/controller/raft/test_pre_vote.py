@@ -1,0 +1,167 @@
+"""controller/raft/pre_vote and DurableSyncObj's use of it: a node asks before raising the
+term, so one that missed the leader for a while does not unseat it, while a dead leader is
+still replaced and a leadership transfer still happens.
+
+The cluster tests run three real DurableSyncObj nodes on 127.0.0.1 (pysyncobj's in-memory
+journal), ticked by hand in this thread; "pausing" a node is not ticking it, as a stopped or
+starved process does not."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from pysyncobj import SyncObjConf
+
+from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
+from chunkraft.controller.raft.pre_vote import PreVote, grants, log_up_to_date
+from chunkraft.deploy.local_cluster import free_ports
+
+# ------------------------------------------------------------------ the rules
+
+
+def _grants(**changes: object) -> bool:
+    asked: dict[str, object] = {
+        "term": 5, "last_index": 10, "last_term": 4, "my_term": 4, "my_last_index": 10,
+        "my_last_term": 4, "is_leader": False, "heard_from_leader": False}
+    asked.update(changes)
+    return grants(**asked)  # type: ignore[arg-type]
+
+
+def test_a_peer_grants_only_without_a_leader_and_for_an_up_to_date_log() -> None:
+    assert _grants()
+    assert not _grants(is_leader=True)
+    assert not _grants(heard_from_leader=True)
+    assert not _grants(term=4)  # not past the peer's own term
+    assert not _grants(last_index=9)  # the same last term, a shorter log
+    assert not _grants(last_term=3, last_index=99)  # an older last term
+    assert _grants(last_term=5, last_index=1)  # a newer last term wins over length
+    assert log_up_to_date(10, 4, 10, 4) and not log_up_to_date(9, 4, 10, 4)
+
+
+def test_a_round_is_won_by_a_majority_of_grants_for_its_own_term() -> None:
+    votes = PreVote()
+    assert not votes.start(7, "a", voters=3)
+    assert not votes.answer(7, "b", granted=False, voters=3)
+    assert not votes.answer(6, "b", granted=True, voters=3)  # an old round's answer
+    assert votes.answer(7, "b", granted=True, voters=3) and votes.won()
+    assert not votes.answer(7, "c", granted=True, voters=3)  # already won: once
+    votes.reset()
+    assert not votes.won() and votes.term is None
+    assert votes.start(1, "a", voters=1)  # the only voter needs nobody else
+    assert votes.rounds == 2
+
+
+# ------------------------------------------------------------------ three real nodes
+
+_MIN, _MAX = 0.1, 0.2
+
+
+class _Trio:
+    """Three DurableSyncObj nodes ticked by hand; ``paused`` ones are not ticked."""
+
+    def __init__(self, pre_vote: tuple[bool, bool, bool] = (True, True, True)) -> None:
+        ports = free_ports(3)
+        addresses = [f"127.0.0.1:{port}" for port in ports]
+        conf = SyncObjConf(autoTick=False, raftMinTimeout=_MIN, raftMaxTimeout=_MAX,
+                           appendEntriesPeriod=0.02, connectionRetryTime=0.1)
+        self.nodes = [DurableSyncObj(address, [a for a in addresses if a != address], conf,
+                                     pre_vote=enabled)
+                      for address, enabled in zip(addresses, pre_vote, strict=True)]
+        self.paused: set[int] = set()
+        self.gone: set[int] = set()
+
+    def tick(self, seconds: float) -> None:
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            for position, node in enumerate(self.nodes):
+                if position not in self.paused and position not in self.gone:
+                    node.doTick(0.0)
+            time.sleep(0.002)
+
+    def until(self, condition: Callable[[], bool], what: str, seconds: float = 10.0) -> None:
+        ends = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > ends:
+                raise AssertionError(f"timed out waiting for {what}")
+            self.tick(0.02)
+
+    def leader(self) -> int | None:
+        leaders = [i for i, node in enumerate(self.nodes)
+                   if i not in self.gone and node._isLeader()]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def terms(self) -> list[int]:
+        return [node.raftCurrentTerm for i, node in enumerate(self.nodes) if i not in self.gone]
+
+    def close(self) -> None:
+        for position, node in enumerate(self.nodes):
+            if position not in self.gone:
+                node.destroy()
+
+
+@pytest.fixture
+def trio() -> Iterator[_Trio]:
+    nodes = _Trio()
+    try:
+        nodes.until(lambda: nodes.leader() is not None, "a first leader")
+        nodes.tick(0.3)  # every follower has heard it
+        yield nodes
+    finally:
+        nodes.close()
+
+
+def _pause_a_follower(nodes: _Trio, seconds: float) -> tuple[int, int, int]:
+    """Leaves one follower unticked for ``seconds``, then ticks all for a second: (leader
+    before, its term before, the follower)."""
+    leader = nodes.leader()
+    assert leader is not None
+    term = nodes.nodes[leader].raftCurrentTerm
+    follower = next(i for i in range(3) if i != leader)
+    nodes.paused = {follower}
+    nodes.tick(seconds)
+    nodes.paused = set()
+    nodes.tick(1.0)
+    return leader, term, follower
+
+
+def test_a_follower_that_missed_the_leader_does_not_unseat_it(trio: _Trio) -> None:
+    leader, term, follower = _pause_a_follower(trio, 5 * _MAX)
+    assert trio.leader() == leader
+    assert trio.terms() == [term] * 3  # nobody raised the term
+    assert trio.nodes[follower].pre_vote.rounds >= 1  # it did ask, and was refused
+
+
+def test_without_pre_vote_the_same_pause_raises_the_term() -> None:
+    # The same scenario with pre-vote off on every node: the returning follower campaigns at
+    # once and the healthy leader steps down (what 4 of 12 rolling restarts showed).
+    nodes = _Trio(pre_vote=(False, False, False))
+    try:
+        nodes.until(lambda: nodes.leader() is not None, "a first leader")
+        nodes.tick(0.3)
+        _leader, term, _follower = _pause_a_follower(nodes, 5 * _MAX)
+        nodes.until(lambda: nodes.leader() is not None, "a leader again")
+        assert max(nodes.terms()) > term
+    finally:
+        nodes.close()
+
+
+def test_a_dead_leader_is_still_replaced(trio: _Trio) -> None:
+    leader = trio.leader()
+    assert leader is not None
+    term = trio.nodes[leader].raftCurrentTerm
+    trio.nodes[leader].destroy()
+    trio.gone = {leader}
+    trio.until(lambda: trio.leader() is not None, "a new leader among the two left")
+    new = trio.leader()
+    assert new is not None and new != leader
+    assert trio.nodes[new].raftCurrentTerm > term
+
+
+def test_a_leadership_transfer_skips_the_pre_vote(trio: _Trio) -> None:
+    leader = trio.leader()
+    assert leader is not None
+    target = next(i for i in range(3) if i != leader)
+    trio.nodes[leader].transferLeadership(trio.nodes[target]._SyncObj__selfNode)
+    trio.until(lambda: trio.leader() == target, "the transfer's target leading", 5.0)
