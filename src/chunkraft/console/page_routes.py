@@ -32,6 +32,7 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 MAX_LOGIN_BODY = 8192
 STATIC_TYPES = {"console.js": "text/javascript; charset=utf-8",
+                "timeline.js": "text/javascript; charset=utf-8",
                 "console.css": "text/css; charset=utf-8"}
 _static_cache: dict[str, bytes] = {}
 

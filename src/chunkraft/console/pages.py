@@ -48,6 +48,7 @@ def page_shell(page: str, title: str, *, principal: str, csrf: str, cluster_id: 
         _head(title)
         + f"<meta name=\"csrf-token\" content=\"{escape(csrf)}\">"
         + f"<meta name=\"cluster-id\" content=\"{escape(cluster_id)}\">"
+        + "<script src=\"/ui/static/timeline.js\" defer></script>"
         + "<script src=\"/ui/static/console.js\" defer></script></head>"
         + f"<body data-page=\"{escape(page)}\"{attributes}>"
         + "<header><span class=\"brand\">chunkraft</span><nav>" + links + "</nav>"

@@ -64,7 +64,10 @@ def test_pages_need_a_session_and_a_bad_token_is_refused(tmp_path: Path) -> None
         assert answer.headers["location"] == "/ui/login?next=%2Fui%2Ftopics%2Forders"
         assert (await node.http.get("/ui/api/topics")).status_code == 401
         assert (await node.http.get("/ui/login")).status_code == 200
-        assert (await node.http.get("/ui/static/console.js")).status_code == 200
+        for name in ("console.js", "timeline.js", "console.css"):
+            static = await node.http.get(f"/ui/static/{name}")
+            assert static.status_code == 200 and static.content, name
+        assert (await node.http.get("/ui/static/secrets.txt")).status_code == 404
         bad = await node.http.post("/ui/login", content="token=nope",
                                    headers={"content-type": "application/x-www-form-urlencoded"})
         assert bad.status_code == 401 and "invalid bearer token" in bad.text
