@@ -194,6 +194,10 @@ def test_sigint_stops_a_background_job(run_cluster: Callable[..., ClusterCommand
     assert not _ignores_sigint(command.process.pid), "the SIGINT handler was not installed"
     pids = [pid for _, pid in command.nodes().values()]
     assert len(pids) == 1 and _is_chunkraft(pids[0])
+    # it names the web console, which answers there (issue 21)
+    ((url, _),) = command.nodes().values()
+    assert f"  web console: {url}/ui  " in command.out()
+    assert httpx.get(f"{url}/ui/login", timeout=10).status_code == 200
     command.process.send_signal(signal.SIGINT)
     assert command.wait_exit() == 0, command.err()
     assert "stopping the controllers" in command.out()

@@ -18,6 +18,7 @@ from chunkraft.api.errors import install_error_handlers
 from chunkraft.api.limits import install_header_limits
 from chunkraft.api.metrics import install_metrics
 from chunkraft.api.readiness import READY_MAX_LAG_ENTRIES, Readiness, assess_readiness
+from chunkraft.console import install_console
 from chunkraft.controller.chunk_retention import run_chunk_retention
 from chunkraft.controller.heap_freezer import run_heap_freezer
 from chunkraft.controller.session_monitor import run_session_monitor
@@ -78,6 +79,7 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     # write routes are answered innermost, after authentication, without the router.
     install_direct_routes(app)
     install_authentication(app)
+    install_console(app, context)  # the session cookie becomes credentials just outside it
     install_header_limits(app)  # outside authentication: headers are bounded before it reads them
     install_metrics(app)
     app.include_router(v3.router)

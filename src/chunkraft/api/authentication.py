@@ -17,7 +17,8 @@ error body and ``WWW-Authenticate: Bearer``. In order:
 4. Nothing: ``User:ANONYMOUS`` with ``auth.allow.anonymous=true``, else 401.
 
 The host of the principal is the client's IP address (for ACLs that name hosts). The health
-probes and the API documentation are served without credentials (``EXEMPT_PATHS``).
+probes, the API documentation and the console's login page and static files are served without
+credentials (``EXEMPT_PATHS``, ``EXEMPT_PREFIXES``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from chunkraft.security.principal import ANONYMOUS, ANONYMOUS_NAME, Principal
 
 __all__ = [
     "EXEMPT_PATHS",
+    "EXEMPT_PREFIXES",
     "ORIGIN_HEADER",
     "PRINCIPAL_HEADER",
     "PRINCIPAL_HOST_HEADER",
@@ -53,8 +55,11 @@ __all__ = [
 ]
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs",
-                          "/docs/oauth2-redirect", "/redoc"})
-"""Paths served to anyone: the health probes and the API's documentation."""
+                          "/docs/oauth2-redirect", "/redoc", "/ui/login"})
+"""Paths served to anyone: the health probes, the API's documentation and the console's login
+page (which checks the token or certificate it is given itself)."""
+EXEMPT_PREFIXES = ("/ui/static/",)
+"""Path prefixes served to anyone: the console's static files (no data in them)."""
 
 PRINCIPAL_HEADER = "X-Chunkraft-Principal"
 PRINCIPAL_HOST_HEADER = "X-Chunkraft-Principal-Host"
@@ -248,7 +253,8 @@ class AuthenticationMiddleware:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        if scope["path"] in EXEMPT_PATHS:
+        path = scope["path"]
+        if path in EXEMPT_PATHS or path.startswith(EXEMPT_PREFIXES):
             state["principal"] = ANONYMOUS
             await self.app(scope, receive, send)
             return

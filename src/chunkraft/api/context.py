@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -53,6 +54,8 @@ class ControllerContext:
     over https; None: httpx's default verification."""
     monotonic: Callable[[], float] = time.monotonic
     forward_timeout: float = 30.0
+    export_dir: Path | None = None
+    """``metadata.snapshot.export.dir``: where the console looks for the newest audit report."""
     limits: RequestLimits = field(default_factory=RequestLimits)
     chunk_sizes: ChunkSizeTable = field(default_factory=ChunkSizeTable)
     """What one request may cost (:mod:`chunkraft.api.limits`); the defaults unless the

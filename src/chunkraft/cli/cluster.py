@@ -227,6 +227,7 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) ->
               f"{cluster.command_config_path})")
         print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap} "
               f"--command-config {cluster.command_config_path}")
+        print(cluster.console_hint())
         if cluster.broker_nodes:
             started = time.monotonic()
             cluster.grant_broker_acls()

@@ -80,6 +80,7 @@ def boot(cluster: LocalCluster, out: TextIO) -> None:
     for broker in cluster.broker_nodes.values():
         print(f"  broker {broker.broker_id}: {broker.url}  (log {broker.log_path})", file=out)
     print(f"  credentials (admin's command-config): {cluster.command_config_path}", file=out)
+    print(cluster.console_hint(), file=out)
 
 
 def stop_cluster(cluster: LocalCluster, out: TextIO) -> None:

@@ -168,6 +168,7 @@ def run_controller(config: ControllerConfig) -> int:
             ssl_context=ssl_context,
             forward_timeout=config.request_timeout_ms / 1000,
             limits=limits_of(config),
+            export_dir=config.metadata_snapshot_export_dir,
         )
         app = create_app(context, freeze_heap=True, chunk_retention_interval=(
             config.log_retention_check_interval_ms / 1000))

@@ -138,6 +138,16 @@ class LocalCluster:
         return [node.url for node in self.nodes.values()]
 
     @property
+    def console_url(self) -> str:
+        """The web console of the first controller (every controller serves one at ``/ui``)."""
+        return self.urls[0] + "/ui"
+
+    def console_hint(self) -> str:
+        """The line the demos print about the web console."""
+        return (f"  web console: {self.console_url}  (log in with the admin's bearer.token, in "
+                f"{self.command_config_path})")
+
+    @property
     def credentials_path(self) -> Path:
         return self.base_dir / CREDENTIALS_FILE
 

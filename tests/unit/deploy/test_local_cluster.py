@@ -244,3 +244,11 @@ def test_a_restarted_node_appends_to_its_own_log(tmp_path: Path,
     assert [line for line in node_lines if not line.startswith("===")] == [
         "controller run 3", "controller run 4"]
     assert len(node_lines) == 4
+
+
+def test_the_demos_name_the_web_console_of_the_first_controller(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, size=3)
+    assert cluster.console_url == cluster.urls[0] + "/ui"
+    hint = cluster.console_hint()
+    assert hint.startswith(f"  web console: {cluster.urls[0]}/ui  ")
+    assert str(cluster.command_config_path) in hint
