@@ -34,7 +34,7 @@ from chunkraft.console.views import (
     topic_view,
     topics_page,
 )
-from chunkraft.controller.image import MetadataImage
+from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.acls import AclOperation
 from chunkraft.records import ChunkRecord, PartitionRecord, RegisterBrokerRecord
@@ -70,6 +70,19 @@ async def _image(request: Request, min_offset: int) -> MetadataImage | Response:
 def _forbidden_topic(name: str) -> Response:
     return error_response(Errors.TOPIC_AUTHORIZATION_FAILED,
                           f"not authorized to describe topic {name!r}", 403)
+
+
+async def _visible_topic(request: Request, topic_name: str, min_offset: int
+                         ) -> tuple[MetadataImage, ConsoleAccess, TopicImage | None] | Response:
+    """The committed image at ``min_offset``, the principal's access and topic ``topic_name``
+    (None if it does not exist); a 403 answer if the principal may not describe it."""
+    image = await _image(request, min_offset)
+    if isinstance(image, Response):
+        return image
+    access = _access(request, image)
+    if not access.topic(topic_name):
+        return _forbidden_topic(topic_name)
+    return image, access, image.topics.get_by_name(topic_name)
 
 
 @router.get("/cluster")
@@ -178,13 +191,10 @@ async def topics(request: Request, q: str = Query("", max_length=249),
 @router.get("/topics/{topic_name}")
 async def topic(request: Request, topic_name: str,
                 min_offset: int = Query(-1, ge=-1)) -> Response:
-    image = await _image(request, min_offset)
-    if isinstance(image, Response):
-        return image
-    access = _access(request, image)
-    if not access.topic(topic_name):
-        return _forbidden_topic(topic_name)
-    found = image.topics.get_by_name(topic_name)
+    seen = await _visible_topic(request, topic_name, min_offset)
+    if isinstance(seen, Response):
+        return seen
+    image, access, found = seen
     if found is None:
         return error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                               f"Topic '{topic_name}' does not exist.", 404)
@@ -194,13 +204,10 @@ async def topic(request: Request, topic_name: str,
 @router.get("/topics/{topic_name}/partitions/{partition_id}/timeline")
 async def timeline(request: Request, topic_name: str, partition_id: int,
                    min_offset: int = Query(-1, ge=-1)) -> Response:
-    image = await _image(request, min_offset)
-    if isinstance(image, Response):
-        return image
-    access = _access(request, image)
-    if not access.topic(topic_name):
-        return _forbidden_topic(topic_name)
-    found = image.topics.get_by_name(topic_name)
+    seen = await _visible_topic(request, topic_name, min_offset)
+    if isinstance(seen, Response):
+        return seen
+    image, access, found = seen
     partition = found.partition(partition_id) if found is not None else None
     if found is None or partition is None:
         return error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION,
