@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 import chunkraft.protocol
+from chunkraft.api.v3 import acl_models, config_models
 from chunkraft.api.v3 import models as v3_models
 from chunkraft.protocol.acls import AclCreation
 from chunkraft.protocol.base import Message
@@ -34,8 +35,9 @@ def _models() -> list[type[BaseModel]]:
     # The protocol's messages and the API's bodies: what HTTP requests are parsed into.
     found = {m for m in _all_subclasses(Message)
              if m.__module__.startswith(("chunkraft.protocol.", "chunkraft.api."))}
-    found.update(v for v in vars(v3_models).values()
-                 if isinstance(v, type) and issubclass(v, v3_models._Body))
+    # Every REST v3 request body, wherever it is declared (models, acl_models, config_models).
+    assert acl_models.KafkaAclBody and config_models.AlterConfigsBody  # both modules loaded
+    found.update(_all_subclasses(v3_models.RequestBody))
     return sorted(found, key=lambda m: f"{m.__module__}.{m.__qualname__}")
 
 

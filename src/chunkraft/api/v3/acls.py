@@ -18,6 +18,15 @@ from chunkraft.api.authentication import principal_of
 from chunkraft.api.errors import error_response
 from chunkraft.api.parameters import MinOffset, WaitMs
 from chunkraft.api.rpc import execute_write
+from chunkraft.api.v3.acl_models import (
+    AclOperationName,
+    AclPatternTypeName,
+    AclPermissionName,
+    AclResourceTypeName,
+    KafkaAcl,
+    KafkaAclBody,
+    KafkaAclList,
+)
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     Links,
@@ -31,15 +40,6 @@ from chunkraft.api.v3.common import (
     read_image,
 )
 from chunkraft.api.v3.encoding import acl_dict, list_json
-from chunkraft.api.v3.models import (
-    AclOperationName,
-    AclPatternTypeName,
-    AclPermissionName,
-    AclResourceTypeName,
-    KafkaAcl,
-    KafkaAclBody,
-    KafkaAclList,
-)
 from chunkraft.controller.image import MetadataImage
 from chunkraft.controller.operations import acls
 from chunkraft.controller.operations.acls import AclFilter, acl_matches

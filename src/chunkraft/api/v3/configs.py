@@ -40,7 +40,7 @@ from chunkraft.api.v3.common import (
     json_answer,
     read_body_as,
 )
-from chunkraft.api.v3.models import (
+from chunkraft.api.v3.config_models import (
     AlterConfigsBody,
     KafkaBrokerConfig,
     KafkaBrokerConfigList,

@@ -7,14 +7,15 @@ their chunks) are written as JSON from plain values (see :mod:`chunkraft.api.v3.
 never built from these classes item by item; the classes stay the contract, and the unit tests
 validate the fast answers against them.
 
-Request bodies refuse unknown fields (a misspelt ``validate_only`` must not create a topic), and
-integers are strict and bounded to their Kafka wire type.
+The ACL bodies are in :mod:`chunkraft.api.v3.acl_models` and the configuration bodies in
+:mod:`chunkraft.api.v3.config_models`. Request bodies refuse unknown fields (a misspelt
+``validate_only`` must not create a topic), and integers are strict and bounded to their Kafka
+wire type.
 """
 
 from __future__ import annotations
 
-import enum
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,18 +25,10 @@ from chunkraft.protocol.configs import MAX_CONFIG_ENTRIES, ConfigName, ConfigVal
 
 __all__ = [
     "MAX_BATCH_ITEMS",
-    "AclOperationName",
-    "AclPatternTypeName",
-    "AclPermissionName",
-    "AclResourceTypeName",
     "AlterChunkAssignmentsBody",
     "AlterChunkItem",
-    "AlterConfigItem",
-    "AlterConfigsBody",
     "ChunkAssignmentResult",
     "ChunkAssignmentResultList",
-    "ConfigOperationName",
-    "ConfigSynonym",
     "CreateChunkItem",
     "CreateChunksBody",
     "CreateChunksResult",
@@ -46,33 +39,24 @@ __all__ = [
     "CreatePartitionsResultList",
     "CreateTopicBody",
     "CreateTopicConfig",
-    "KafkaAcl",
-    "KafkaAclBody",
-    "KafkaAclList",
     "KafkaBroker",
-    "KafkaBrokerConfig",
-    "KafkaBrokerConfigList",
     "KafkaBrokerList",
     "KafkaChunk",
     "KafkaChunkList",
     "KafkaCluster",
-    "KafkaClusterConfig",
-    "KafkaClusterConfigList",
     "KafkaClusterList",
     "KafkaPartition",
     "KafkaPartitionList",
     "KafkaReplica",
     "KafkaReplicaList",
     "KafkaTopic",
-    "KafkaTopicConfig",
-    "KafkaTopicConfigList",
     "KafkaTopicList",
     "ListMetadata",
     "PriorPartitionEpoch",
     "Related",
     "ReplicaAssignment",
+    "RequestBody",
     "ResourceMetadata",
-    "UpdateConfigBody",
     "UpdateTopicBody",
 ]
 
@@ -82,7 +66,7 @@ request. The routes check the node's own limit (:mod:`chunkraft.api.limits`), no
 the setting can change it."""
 
 
-class _Body(BaseModel):
+class RequestBody(BaseModel):
     """A request body: unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -183,21 +167,21 @@ class KafkaTopicList(BaseModel):
     data: list[KafkaTopic]
 
 
-class ReplicaAssignment(_Body):
+class ReplicaAssignment(RequestBody):
     """The replicas of one partition of a new topic, preferred leader first."""
 
     partition_id: Int32
     broker_ids: list[Int32]
 
 
-class CreateTopicConfig(_Body):
+class CreateTopicConfig(RequestBody):
     """A configuration of the new topic (Confluent's ``{name, value}``)."""
 
     name: ConfigName
     value: ConfigValue | None = None
 
 
-class CreateTopicBody(_Body):
+class CreateTopicBody(RequestBody):
     """Create one topic: counts (absent: the controller's defaults) or a manual assignment of
     every partition (then no counts). ``validate_only`` answers 200 with the topic as it would
     be and creates nothing."""
@@ -219,7 +203,7 @@ class CreateTopicBody(_Body):
     validate_only: StrictBool = False
 
 
-class UpdateTopicBody(_Body):
+class UpdateTopicBody(RequestBody):
     """Raise the topic's partition count to ``partitions_count`` (KIP-195: absolute)."""
 
     partitions_count: Int32
@@ -320,7 +304,7 @@ class KafkaReplicaList(BaseModel):
 # ------------------------------------------------------------------ batch operations
 
 
-class CreatePartitionsItem(_Body):
+class CreatePartitionsItem(RequestBody):
     """One topic to expand: the new absolute count and, optionally, the replicas of each new
     partition (exactly one list per new partition, each of the replication factor)."""
 
@@ -329,7 +313,7 @@ class CreatePartitionsItem(_Body):
     assignments: list[list[Int32]] | None = None
 
 
-class CreatePartitionsBody(_Body):
+class CreatePartitionsBody(RequestBody):
     """KIP-195 createPartitions over many topics. ``timeout_ms``: how long to wait for the
     change to commit; past it every topic answers REQUEST_TIMED_OUT (0 times out at once,
     as Kafka's controller does with a deadline already past)."""
@@ -352,7 +336,7 @@ class CreatePartitionsResultList(BaseModel):
     data: list[CreatePartitionsResult]
 
 
-class CreateChunkItem(_Body):
+class CreateChunkItem(RequestBody):
     """Cut one partition's active chunk (the KIP's create-chunk file, snake_case).
 
     With ``prev_stop_offset``, ``prev_end_offset`` and ``start_offset`` (all three), the cut
@@ -369,7 +353,7 @@ class CreateChunkItem(_Body):
     start_timestamp: Int64 | None = None
 
 
-class CreateChunksBody(_Body):
+class CreateChunksBody(RequestBody):
     partitions: list[CreateChunkItem]
     validate_only: StrictBool = False
 
@@ -388,7 +372,7 @@ class CreateChunksResultList(BaseModel):
     data: list[CreateChunksResult]
 
 
-class AlterChunkItem(_Body):
+class AlterChunkItem(RequestBody):
     """Move the inactive chunk starting at ``start_offset`` to ``replicas``; ``chunk_epoch``
     other than -1 must be the chunk's current epoch."""
 
@@ -399,7 +383,7 @@ class AlterChunkItem(_Body):
     replicas: list[Int32]
 
 
-class AlterChunkAssignmentsBody(_Body):
+class AlterChunkAssignmentsBody(RequestBody):
     chunks: list[AlterChunkItem]
     validate_only: StrictBool = False
 
@@ -417,198 +401,3 @@ class ChunkAssignmentResultList(BaseModel):
     kind: str = "AlterChunkAssignmentsResultList"
     metadata: ListMetadata
     data: list[ChunkAssignmentResult]
-
-
-# ------------------------------------------------------------------ ACLs
-
-
-class AclResourceTypeName(enum.StrEnum):
-    """Kafka's resource types by name (ANY only in filters)."""
-
-    ANY = "ANY"
-    TOPIC = "TOPIC"
-    GROUP = "GROUP"
-    CLUSTER = "CLUSTER"
-    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
-    DELEGATION_TOKEN = "DELEGATION_TOKEN"
-    USER = "USER"
-
-
-class AclPatternTypeName(enum.StrEnum):
-    """LITERAL or PREFIXED in an ACL; ANY and MATCH only in filters."""
-
-    ANY = "ANY"
-    MATCH = "MATCH"
-    LITERAL = "LITERAL"
-    PREFIXED = "PREFIXED"
-
-
-class AclOperationName(enum.StrEnum):
-    """Kafka's ACL operations by name (ANY only in filters)."""
-
-    ANY = "ANY"
-    ALL = "ALL"
-    READ = "READ"
-    WRITE = "WRITE"
-    CREATE = "CREATE"
-    DELETE = "DELETE"
-    ALTER = "ALTER"
-    DESCRIBE = "DESCRIBE"
-    CLUSTER_ACTION = "CLUSTER_ACTION"
-    DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
-    ALTER_CONFIGS = "ALTER_CONFIGS"
-    IDEMPOTENT_WRITE = "IDEMPOTENT_WRITE"
-    CREATE_TOKENS = "CREATE_TOKENS"
-    DESCRIBE_TOKENS = "DESCRIBE_TOKENS"
-    TWO_PHASE_COMMIT = "TWO_PHASE_COMMIT"
-
-
-class AclPermissionName(enum.StrEnum):
-    """ALLOW or DENY (ANY only in filters)."""
-
-    ANY = "ANY"
-    DENY = "DENY"
-    ALLOW = "ALLOW"
-
-
-MAX_ACL_TEXT = 0x7FFF // 4
-"""Characters of an ACL's resource name, principal or host: the record codec stores at most
-32767 bytes of UTF-8, which this many characters never exceed."""
-
-
-def _only(*names: str) -> dict[str, Any]:
-    return {"enum": list(names)}
-
-
-class KafkaAclBody(_Body):
-    """One ACL to create (Confluent's shape; ``host`` ``*`` matches any host). The values only
-    filters take (ANY, MATCH) are declared out of the schema and refused by the operation
-    with Kafka's messages, as are an empty name, a CLUSTER name other than ``kafka-cluster``
-    and a principal that is not ``type:name``."""
-
-    model_config = ConfigDict(json_schema_extra={
-        "if": {"properties": {"resource_type": {"const": "CLUSTER"}}},
-        "then": {"properties": {"resource_name": {"const": "kafka-cluster"}}}})
-
-    resource_type: AclResourceTypeName = Field(json_schema_extra=_only(
-        *(name.value for name in AclResourceTypeName if name is not AclResourceTypeName.ANY)))
-    resource_name: str = Field(max_length=MAX_ACL_TEXT, json_schema_extra={"minLength": 1})
-    pattern_type: AclPatternTypeName = Field(
-        default=AclPatternTypeName.LITERAL, json_schema_extra=_only("LITERAL", "PREFIXED"))
-    principal: str = Field(max_length=MAX_ACL_TEXT,
-                           json_schema_extra={"pattern": "^[^:]+:[\\s\\S]+$"})
-    host: str = Field(default="*", max_length=MAX_ACL_TEXT)
-    operation: AclOperationName = Field(json_schema_extra=_only(
-        *(name.value for name in AclOperationName if name is not AclOperationName.ANY)))
-    permission: AclPermissionName = Field(json_schema_extra=_only("ALLOW", "DENY"))
-
-
-class KafkaAcl(BaseModel):
-    kind: str = "KafkaAcl"
-    metadata: ResourceMetadata
-    resource_type: str
-    resource_name: str
-    pattern_type: str
-    principal: str
-    host: str
-    operation: str
-    permission: str
-
-
-class KafkaAclList(BaseModel):
-    kind: str = "KafkaAclList"
-    metadata: ListMetadata
-    data: list[KafkaAcl]
-
-
-
-# ------------------------------------------------------------------ configurations
-
-
-class ConfigSynonym(BaseModel):
-    """A level that holds a value for the key: its name there, the value and its source."""
-
-    name: str
-    value: str | None
-    source: str
-
-
-class _Config(BaseModel):
-    """One configuration key of a resource (Confluent's shape): its effective value and
-    ``source`` (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
-    DEFAULT_CONFIG), and every level that holds a value, first the one that wins."""
-
-    metadata: ResourceMetadata
-    cluster_id: str
-    name: str
-    value: str | None
-    is_default: bool
-    is_read_only: bool = False
-    is_sensitive: bool = False
-    source: str
-    synonyms: list[ConfigSynonym]
-
-
-class KafkaTopicConfig(_Config):
-    kind: str = "KafkaTopicConfig"
-    topic_name: str
-
-
-class KafkaBrokerConfig(_Config):
-    kind: str = "KafkaBrokerConfig"
-    broker_id: int
-
-
-class KafkaClusterConfig(_Config):
-    """A cluster-wide default of every broker (Kafka's ``--entity-default``)."""
-
-    kind: str = "KafkaClusterConfig"
-    config_type: str = "BROKER"
-
-
-class KafkaTopicConfigList(BaseModel):
-    kind: str = "KafkaTopicConfigList"
-    metadata: ListMetadata
-    data: list[KafkaTopicConfig]
-
-
-class KafkaBrokerConfigList(BaseModel):
-    kind: str = "KafkaBrokerConfigList"
-    metadata: ListMetadata
-    data: list[KafkaBrokerConfig]
-
-
-class KafkaClusterConfigList(BaseModel):
-    kind: str = "KafkaClusterConfigList"
-    metadata: ListMetadata
-    data: list[KafkaClusterConfig]
-
-
-class UpdateConfigBody(_Body):
-    """PUT one key: its new value."""
-
-    value: ConfigValue
-
-
-class ConfigOperationName(enum.StrEnum):
-    """Confluent's alter operations, with Kafka's APPEND and SUBTRACT for LIST keys."""
-
-    SET = "SET"
-    DELETE = "DELETE"
-    APPEND = "APPEND"
-    SUBTRACT = "SUBTRACT"
-
-
-class AlterConfigItem(_Body):
-    """One change of a ``configs:alter`` batch (``value`` is ignored by DELETE)."""
-
-    name: ConfigName
-    value: ConfigValue | None = None
-    operation: ConfigOperationName = ConfigOperationName.SET
-
-
-class AlterConfigsBody(_Body):
-    """``configs:alter``: every change applies, or none (one error answers the batch)."""
-
-    data: list[AlterConfigItem] = Field(max_length=MAX_CONFIG_ENTRIES)
-    validate_only: StrictBool = False

@@ -7,7 +7,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from chunkraft.api.v3.models import KafkaAclList, KafkaTopic
+from chunkraft.api.v3.acl_models import KafkaAclList
+from chunkraft.api.v3.models import KafkaTopic
 from tests.unit.api.support import CLUSTER_ID_TEXT, Node
 
 BASE = f"/v3/clusters/{CLUSTER_ID_TEXT}"

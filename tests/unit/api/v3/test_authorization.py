@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.api.authentication import Authenticator, forwarding_key
+from chunkraft.api.v3.acl_models import KafkaAcl, KafkaAclList
 from chunkraft.api.v3.models import (
     ChunkAssignmentResultList,
     CreateChunksResultList,
     CreatePartitionsResultList,
-    KafkaAcl,
-    KafkaAclList,
     KafkaBrokerList,
     KafkaCluster,
     KafkaTopicList,

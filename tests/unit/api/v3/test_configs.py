@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.api.authentication import Authenticator, forwarding_key
-from chunkraft.api.v3.models import (
+from chunkraft.api.v3.config_models import (
     KafkaBrokerConfig,
     KafkaBrokerConfigList,
     KafkaClusterConfig,
     KafkaClusterConfigList,
-    KafkaTopic,
     KafkaTopicConfig,
     KafkaTopicConfigList,
 )
+from chunkraft.api.v3.models import KafkaTopic
 from chunkraft.security.authorizer import Authorizer
 from chunkraft.security.credentials import CredentialStore, add_token
 from tests.unit.api.support import CLUSTER_ID_TEXT, Node, running_node, start_brokers

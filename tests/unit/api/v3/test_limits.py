@@ -13,11 +13,11 @@ import pytest
 
 from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.api.limits import RequestLimits
+from chunkraft.api.v3.acl_models import KafkaAcl
 from chunkraft.api.v3.models import (
     ChunkAssignmentResultList,
     CreateChunksResultList,
     CreatePartitionsResultList,
-    KafkaAcl,
     KafkaTopic,
 )
 from chunkraft.security.authorizer import Authorizer
