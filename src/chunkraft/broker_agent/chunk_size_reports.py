@@ -8,8 +8,8 @@ chunk included (:mod:`chunkraft.protocol.chunk_sizes`). Nothing is sent while no
 limit. Reports go on whatever happened to the last one: the leader keeps them in memory only,
 so a new leader learns the sizes from the next round.
 
-Bytes per chunk are the estimate of :func:`~chunkraft.broker_agent.local_replicas.local_replicas`
-(whole segments, shared out by offsets).
+Bytes per chunk are the estimate of :func:`~chunkraft.broker_agent.local_replicas.chunk_holdings`
+(whole segments, shared out by offsets), as ``GET /broker/v1/local-replicas`` shows them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from chunkraft.broker_agent.chunk_lookup import parse_chunk_log_topic
-from chunkraft.broker_agent.local_replicas import local_replicas
+from chunkraft.broker_agent.local_replicas import chunk_holdings, log_chunks
 from chunkraft.broker_agent.partition_registry import PartitionRegistry
 from chunkraft.broker_agent.peer_client import ControllerChannelLike
 from chunkraft.configs.resolve import topic_int
@@ -62,16 +61,14 @@ class ChunkSizeReports:
         topics = limited_topics(image)
         if not topics:
             return []
-        chosen = {key: log_ for key, log_ in self.logs.logs().items()
-                  if (parse_chunk_log_topic(key[0]) or (key[0], 0))[0] in topics}
         found: dict[tuple[str, int, int], int] = {}
-        for row in local_replicas(chosen, image):
-            owner = row["chunk_log"]["topic"] if row["chunk_log"] else row["topic"]
-            if image.topics.get_by_name(owner) is None or not row["topic_id"]:
+        for (name, partition_id), log_ in self.logs.logs().items():
+            of_log = log_chunks(name, partition_id, log_, image)
+            if of_log.owner not in topics:
                 continue
-            for chunk in row["chunks"]:
+            for chunk in chunk_holdings(log_, of_log.active, of_log.chunks):
                 if chunk["bytes_held"] > 0:
-                    key = (owner, row["partition"], chunk["start_offset"])
+                    key = (of_log.owner, partition_id, chunk["start_offset"])
                     found[key] = max(found.get(key, 0), chunk["bytes_held"])
         return [ChunkSize(topic_name=topic, partition_id=partition, start_offset=start,
                           size_in_bytes=size)

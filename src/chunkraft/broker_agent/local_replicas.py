@@ -14,14 +14,15 @@ whose range it overlaps, scaled by the share of its offsets inside the chunk.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from chunkraft.broker_agent.chunk_lookup import parse_chunk_log_topic
 from chunkraft.broker_agent.storage.config import SegmentInfo
 from chunkraft.controller.image import MetadataImage
 from chunkraft.records import ChunkRecord, PartitionRecord
 
-__all__ = ["LocalLogLike", "assigned_chunks", "chunk_holdings", "local_replicas"]
+__all__ = ["LocalLogLike", "LogChunks", "assigned_chunks", "chunk_holdings", "local_replicas",
+           "log_chunks"]
 
 
 class LocalLogLike(Protocol):
@@ -89,6 +90,33 @@ def chunk_holdings(log: LocalLogLike, active: PartitionRecord | None,
     return rows
 
 
+class LogChunks(NamedTuple):
+    """What the image says of one local log: the topic it belongs to, the chunk log it is
+    (``(topic, start offset)``) or None for a partition's own log, and its chunks."""
+
+    owner: str
+    chunk_log: tuple[str, int] | None
+    active: PartitionRecord | None
+    chunks: tuple[ChunkRecord, ...]
+
+
+def log_chunks(name: str, partition_id: int, log: Any, image: MetadataImage) -> LogChunks:
+    """The image's chunks of the local log ``name``-``partition_id``: a partition's log has its
+    active chunk and every inactive one, a chunk log ``<topic>@<start>`` that chunk alone; none
+    when the image has no such topic, or the log was left by a deleted topic of the same name
+    (another topic id)."""
+    parsed = parse_chunk_log_topic(name)
+    owner = parsed[0] if parsed is not None else name
+    topic = image.topics.get_by_name(owner)
+    if topic is None or getattr(log, "topic_id", topic.topic_id) != topic.topic_id:
+        return LogChunks(owner, parsed, None, ())
+    if parsed is None:
+        return LogChunks(owner, None, topic.partition(partition_id),
+                         topic.chunks_of(partition_id))
+    only = topic.chunk(partition_id, parsed[1])
+    return LogChunks(owner, parsed, None, (only,) if only is not None else ())
+
+
 def local_replicas(logs: dict[tuple[str, int], Any], image: MetadataImage
                    ) -> list[dict[str, Any]]:
     """Every local partition log (``LogManager.logs()``) described against ``image``, sorted
@@ -101,19 +129,8 @@ def local_replicas(logs: dict[tuple[str, int], Any], image: MetadataImage
     """
     answer: list[dict[str, Any]] = []
     for (topic_name, partition_id), log in sorted(logs.items()):
-        parsed = parse_chunk_log_topic(topic_name)
-        owner = parsed[0] if parsed is not None else topic_name
-        topic = image.topics.get_by_name(owner)
-        if topic is not None and getattr(log, "topic_id", topic.topic_id) != topic.topic_id:
-            topic = None  # a log left by a deleted topic of the same name
-        if parsed is None:
-            active = topic.partition(partition_id) if topic is not None else None
-            chunks: Iterable[ChunkRecord] = (
-                topic.chunks_of(partition_id) if topic is not None else ())
-        else:
-            active = None
-            only = topic.chunk(partition_id, parsed[1]) if topic is not None else None
-            chunks = (only,) if only is not None else ()
+        found = log_chunks(topic_name, partition_id, log, image)
+        parsed = found.chunk_log
         directory = getattr(log, "dir", None)
         topic_id = getattr(log, "topic_id", None)
         answer.append({
@@ -132,7 +149,7 @@ def local_replicas(logs: dict[tuple[str, int], Any], image: MetadataImage
             "segments": [{"base_offset": s.base_offset, "next_offset": s.next_offset,
                           "size_bytes": s.size_in_bytes, "max_timestamp": s.max_timestamp}
                          for s in log.segments],
-            "chunks": chunk_holdings(log, active, chunks),
+            "chunks": chunk_holdings(log, found.active, found.chunks),
         })
     return answer
 
