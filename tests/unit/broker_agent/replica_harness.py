@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +237,11 @@ def offsets_of(answer: FetchPartitionResponse) -> list[int]:
     for _, view in iter_batches(answer.records):
         out.extend(r.offset for r in decode_records(view))
     return out
+
+
+def run_scenario(scenario: Coroutine[Any, Any, None], timeout: float = 30.0) -> None:
+    """Runs one test's coroutine in a fresh event loop, failing it after ``timeout`` seconds."""
+    asyncio.run(asyncio.wait_for(scenario, timeout=timeout))
 
 
 async def eventually(check: Callable[[], bool | Awaitable[bool]], what: str,

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from chunkraft.error_codes import Errors
-from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, produce
-
-
-def _run(scenario: Any) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))
+from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, produce, run_scenario
 
 
 def test_an_empty_active_chunk_is_not_cut(tmp_path: Path) -> None:
@@ -26,7 +21,7 @@ def test_an_empty_active_chunk_is_not_cut(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_only_the_leader_rolls(tmp_path: Path) -> None:
@@ -41,7 +36,7 @@ def test_only_the_leader_rolls(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_refused_cut_resumes_appends(tmp_path: Path) -> None:
@@ -59,7 +54,7 @@ def test_a_refused_cut_resumes_appends(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_the_roll_waits_for_the_isr_and_gives_up_in_time(tmp_path: Path) -> None:
@@ -83,7 +78,7 @@ def test_the_roll_waits_for_the_isr_and_gives_up_in_time(tmp_path: Path) -> None
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_appends_stay_paused_until_the_cut_reaches_the_broker(tmp_path: Path) -> None:
@@ -128,4 +123,4 @@ def test_appends_stay_paused_until_the_cut_reaches_the_broker(tmp_path: Path) ->
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())

@@ -4,7 +4,6 @@ the real controller operations)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from chunkraft.controller.operations.chunk_retention import delete_expired_chunks
@@ -15,15 +14,13 @@ from tests.unit.broker_agent.replica_harness import (
     Cluster,
     eventually,
     produce,
+    run_scenario,
     values_of,
 )
 from tests.unit.broker_agent.replica_harness import consume as fetch
 
 VALUE = b"x" * 200
 
-
-def _run(scenario: object) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))  # type: ignore[arg-type]
 
 
 def test_nothing_is_reported_while_no_topic_sets_retention_bytes(tmp_path: Path) -> None:
@@ -42,7 +39,7 @@ def test_nothing_is_reported_while_no_topic_sets_retention_bytes(tmp_path: Path)
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_sizes_of_inactive_and_active_chunks_reach_the_leader_and_drive_retention_bytes(
@@ -87,4 +84,4 @@ def test_sizes_of_inactive_and_active_chunks_reach_the_leader_and_drive_retentio
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())

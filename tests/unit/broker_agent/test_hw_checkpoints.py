@@ -8,16 +8,11 @@ import asyncio
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 from chunkraft.broker_agent.storage.checkpoint import read_offset
 from chunkraft.broker_agent.storage.log_state import HIGH_WATERMARK_CHECKPOINT
 from chunkraft.broker_agent.storage.unified_log import UnifiedLog
-from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, produce
-
-
-def _run(scenario: Any) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))
+from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, produce, run_scenario
 
 
 def test_the_checkpoint_is_written_on_the_disk_thread_and_recorded_on_the_loop(
@@ -48,7 +43,7 @@ def test_the_checkpoint_is_written_on_the_disk_thread_and_recorded_on_the_loop(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
     assert threads == ["broker-0-disk_0"]
 
 
@@ -82,4 +77,4 @@ def test_stop_waits_for_the_worker_then_checkpoints_on_the_loop(tmp_path: Path) 
         assert read_offset(path) == 2
         assert not path.with_name(path.name + ".tmp").exists()
 
-    _run(scenario())
+    run_scenario(scenario())

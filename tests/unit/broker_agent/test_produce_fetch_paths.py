@@ -32,12 +32,9 @@ from tests.unit.broker_agent.replica_harness import (
     consume,
     eventually,
     produce,
+    run_scenario,
     values_of,
 )
-
-
-def _run(scenario: Any) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))
 
 
 def _request(records: bytes, *, name: str = TOPIC, count: int = 1, index: int = 0
@@ -69,7 +66,7 @@ def test_produce_refusals(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_min_insync_replicas_refuses_acks_all(tmp_path: Path) -> None:
@@ -87,7 +84,7 @@ def test_min_insync_replicas_refuses_acks_all(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_idempotent_retry_answers_the_original_offsets(tmp_path: Path) -> None:
@@ -106,7 +103,7 @@ def test_idempotent_retry_answers_the_original_offsets(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_read_committed_stops_at_the_lso_and_lists_aborted_transactions(tmp_path: Path) -> None:
@@ -131,7 +128,7 @@ def test_read_committed_stops_at_the_lso_and_lists_aborted_transactions(tmp_path
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_key_range_fetch_keeps_only_keys_hashed_in_range(tmp_path: Path) -> None:
@@ -153,7 +150,7 @@ def test_key_range_fetch_keeps_only_keys_hashed_in_range(tmp_path: Path) -> None
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_batch_without_a_key_in_range_comes_back_empty_so_the_reader_moves_on(
@@ -181,7 +178,7 @@ def test_a_batch_without_a_key_in_range_comes_back_empty_so_the_reader_moves_on(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_only_a_replica_may_read_a_chunk_past_its_stop_offset(tmp_path: Path) -> None:
@@ -198,7 +195,7 @@ def test_only_a_replica_may_read_a_chunk_past_its_stop_offset(tmp_path: Path) ->
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_consumer_fetch_long_polls_for_data(tmp_path: Path) -> None:
@@ -218,7 +215,7 @@ def test_a_consumer_fetch_long_polls_for_data(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_list_offsets_and_offsets_for_leader_epoch(tmp_path: Path) -> None:
@@ -257,7 +254,7 @@ def test_list_offsets_and_offsets_for_leader_epoch(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_an_isr_shrinking_below_min_insync_fails_the_waiting_acks_all(tmp_path: Path) -> None:
@@ -280,7 +277,7 @@ def test_an_isr_shrinking_below_min_insync_fails_the_waiting_acks_all(tmp_path: 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def _list_at(manager: Any, timestamp: int) -> tuple[int, int]:
@@ -320,4 +317,4 @@ def test_list_offsets_by_timestamp_looks_in_the_chunks_a_broker_holds(tmp_path: 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())

@@ -23,15 +23,13 @@ from tests.unit.broker_agent.replica_harness import (
     eventually,
     offsets_of,
     produce,
+    run_scenario,
     values_of,
 )
 
 FIRST = [f"a{i}".encode() for i in range(10)]
 SECOND = [f"b{i}".encode() for i in range(10)]
 
-
-def _run(scenario: object) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))  # type: ignore[arg-type]
 
 
 def test_chunk_lifecycle_of_the_kip_test_plan(tmp_path: Path) -> None:
@@ -92,7 +90,7 @@ def test_chunk_lifecycle_of_the_kip_test_plan(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_transactional_cut_copies_the_overlap_before_appends(tmp_path: Path) -> None:
@@ -139,7 +137,7 @@ def test_transactional_cut_copies_the_overlap_before_appends(tmp_path: Path) -> 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_same_delta_again_and_restart_keep_the_state(tmp_path: Path) -> None:
@@ -179,7 +177,7 @@ def test_same_delta_again_and_restart_keep_the_state(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_restart_removes_a_partition_moved_away_while_down(tmp_path: Path) -> None:
@@ -206,7 +204,7 @@ def test_restart_removes_a_partition_moved_away_while_down(tmp_path: Path) -> No
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_acks_all_waits_for_every_isr_member(tmp_path: Path) -> None:
@@ -243,7 +241,7 @@ def test_acks_all_waits_for_every_isr_member(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_an_acks_all_wait_survives_the_epoch_bump_of_an_expansion(tmp_path: Path) -> None:
@@ -272,7 +270,7 @@ def test_an_acks_all_wait_survives_the_epoch_bump_of_an_expansion(tmp_path: Path
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_new_leader_followers_truncate_what_the_leader_lacks(tmp_path: Path) -> None:
@@ -306,7 +304,7 @@ def test_new_leader_followers_truncate_what_the_leader_lacks(tmp_path: Path) -> 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_retention_drops_a_chunk_whose_data_is_gone(tmp_path: Path) -> None:
@@ -330,7 +328,7 @@ def test_retention_drops_a_chunk_whose_data_is_gone(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_cut_back_to_a_broker_holding_an_older_chunk_leaves_a_gap(tmp_path: Path) -> None:
@@ -359,7 +357,7 @@ def test_cut_back_to_a_broker_holding_an_older_chunk_leaves_a_gap(tmp_path: Path
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_overlap_copy_resumes_after_a_restart_of_the_new_leader(tmp_path: Path) -> None:
@@ -386,7 +384,7 @@ def test_overlap_copy_resumes_after_a_restart_of_the_new_leader(tmp_path: Path) 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_transactional_cut_to_a_new_leader_with_an_old_follower(tmp_path: Path) -> None:
@@ -417,7 +415,7 @@ def test_transactional_cut_to_a_new_leader_with_an_old_follower(tmp_path: Path) 
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_chunk_moved_below_the_active_chunk_gets_a_log_of_its_own(tmp_path: Path) -> None:
@@ -463,7 +461,7 @@ def test_a_chunk_moved_below_the_active_chunk_gets_a_log_of_its_own(tmp_path: Pa
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_lagging_replica_of_a_cut_chunk_completes_it_and_reports_in_sync(
@@ -503,7 +501,7 @@ def test_a_lagging_replica_of_a_cut_chunk_completes_it_and_reports_in_sync(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_chunk_retention_removed_is_not_copied_again_after_a_restart(tmp_path: Path) -> None:
@@ -532,7 +530,7 @@ def test_a_chunk_retention_removed_is_not_copied_again_after_a_restart(tmp_path:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_every_delta_applied_twice_gives_the_same_logs(tmp_path: Path) -> None:
@@ -564,7 +562,7 @@ def test_every_delta_applied_twice_gives_the_same_logs(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_restart_prunes_a_chunk_moved_away_while_down_and_keeps_the_rest(
@@ -595,4 +593,4 @@ def test_restart_prunes_a_chunk_moved_away_while_down_and_keeps_the_rest(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())

@@ -4,7 +4,6 @@ brokers, real logs, the real controller operations)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,15 +29,13 @@ from tests.unit.broker_agent.replica_harness import (
     Cluster,
     eventually,
     produce,
+    run_scenario,
     values_of,
 )
 from tests.unit.broker_agent.replica_harness import consume as fetch
 
 BIG = [b"x" * 400]
 
-
-def _run(scenario: object) -> None:
-    asyncio.run(asyncio.wait_for(scenario, timeout=30))  # type: ignore[arg-type]
 
 
 def _image(*records: ConfigRecord, base: MetadataImage = MetadataImage.EMPTY) -> MetadataImage:
@@ -148,7 +145,7 @@ def test_min_insync_replicas_of_the_topic_refuses_and_then_allows_acks_all(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_the_topic_value_wins_over_the_brokers_own_setting(tmp_path: Path) -> None:
@@ -163,7 +160,7 @@ def test_the_topic_value_wins_over_the_brokers_own_setting(tmp_path: Path) -> No
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_an_isr_shrinking_below_the_topics_min_insync_fails_the_waiting_acks_all(
@@ -182,7 +179,7 @@ def test_an_isr_shrinking_below_the_topics_min_insync_fails_the_waiting_acks_all
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_max_message_bytes_refuses_a_larger_batch_live(tmp_path: Path) -> None:
@@ -206,7 +203,7 @@ def test_max_message_bytes_refuses_a_larger_batch_live(tmp_path: Path) -> None:
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_log_append_time_of_the_topic_stamps_produced_batches_live(tmp_path: Path) -> None:
@@ -235,7 +232,7 @@ def test_log_append_time_of_the_topic_stamps_produced_batches_live(tmp_path: Pat
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def local_records(manager: ReplicaManager) -> list[tuple[bytes, int]]:
@@ -274,7 +271,7 @@ def test_segment_and_retention_settings_reach_every_open_log_and_new_ones(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
 
 
 def test_a_chunk_the_controllers_retention_deletes_leaves_the_brokers_disk(
@@ -305,4 +302,4 @@ def test_a_chunk_the_controllers_retention_deletes_leaves_the_brokers_disk(
         finally:
             await cluster.close()
 
-    _run(scenario())
+    run_scenario(scenario())
