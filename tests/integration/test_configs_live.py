@@ -121,21 +121,44 @@ def starts(admin: AdminClient, topic: str) -> list[int]:
     return [c["start_offset"] for c in admin.list_chunks(topic, 0)]
 
 
+def two_chunks(brokers: LocalCluster, admin: AdminClient, topic: str, old: int,
+               size: int = 0) -> None:
+    """``topic`` on brokers 0 and 1 with ``old`` records, its active chunk cut onto 1 and 2,
+    then 5 records more: chunk 0..old-1 (inactive, on 0 and 1) and the active chunk from
+    ``old``; returns once broker 1 holds the whole inactive chunk."""
+    admin.create_topic(topic, None, None, [[0, 1]])
+    wait_leader(brokers, topic, 0)
+    with client(brokers, 0) as b0:
+        assert b0.produce_records(topic, 0, 1, records("old", old, size)).error_code == 0
+    (cut,) = admin.create_chunks([{"topic": topic, "partition": 0, "replicas": [1, 2]}])
+    assert cut["error_code"] == 0, cut
+    wait_leader(brokers, topic, 1)
+    with client(brokers, 1) as b1:
+        answer = b1.produce_records(topic, 0, 1, records("new", 5, size))
+        assert (answer.error_code, answer.base_offset) == (0, old), answer
+    wait_until(lambda: (0, 0, old - 1) in (chunks_held(brokers, 1, topic) or []),
+               f"broker 1 holding the inactive chunk 0..{old - 1}", 30, 0.1)
+
+
+def chunk_zero_left_every_disk(brokers: LocalCluster, topic: str, active_start: int,
+                               size: int = 0) -> None:
+    """Brokers 0 and 1 have dropped chunk 0 of ``topic``-0, and broker 1 still serves the 5
+    records of the active chunk from ``active_start``."""
+    wait_until(lambda: chunks_held(brokers, 0, topic) is None,
+               "broker 0 deleting its only chunk of the partition", 20, 0.1)
+    wait_until(lambda: [c[0] for c in chunks_held(brokers, 1, topic) or []] == [active_start],
+               "broker 1 deleting chunk 0 and keeping the active chunk", 20, 0.1)
+    with client(brokers, 1) as b1:
+        part, got = b1.fetch_records(topic, 0, active_start)
+    assert part.error_code == 0, part
+    assert [r.value for r in got] == [value for _, value, _ in records("new", 5, size)]
+
+
 def test_retention_ms_deletes_an_expired_chunk_from_describe_and_every_brokers_disk(
         brokers: LocalCluster, admin: AdminClient) -> None:
-    admin.create_topic("expiring", None, None, [[0, 1]])
-    wait_leader(brokers, "expiring", 0)
-    with client(brokers, 0) as b0:
-        assert b0.produce_records("expiring", 0, 1, records("old", 10)).error_code == 0
-    (cut,) = admin.create_chunks([{"topic": "expiring", "partition": 0, "replicas": [1, 2]}])
-    assert cut["error_code"] == 0, cut
-    wait_leader(brokers, "expiring", 1)
-    with client(brokers, 1) as b1:
-        answer = b1.produce_records("expiring", 0, 1, records("new", 5))
-        assert (answer.error_code, answer.base_offset) == (0, 10), answer
-    wait_until(lambda: chunks_held(brokers, 0, "expiring") == [(0, 0, 9)]
-               and (0, 0, 9) in (chunks_held(brokers, 1, "expiring") or []),
-               "brokers 0 and 1 holding the inactive chunk 0..9", 30, 0.1)
+    two_chunks(brokers, admin, "expiring", 10)
+    wait_until(lambda: chunks_held(brokers, 0, "expiring") == [(0, 0, 9)],
+               "broker 0 holding the inactive chunk 0..9", 30, 0.1)
     # The default retention (7 days) keeps it: several retention passes go by.
     time.sleep(3 * CHECK_INTERVAL_MS / 1000)
     assert starts(admin, "expiring") == [0, 10]
@@ -147,31 +170,13 @@ def test_retention_ms_deletes_an_expired_chunk_from_describe_and_every_brokers_d
                "the controller deleting chunk 0 past retention.ms", 20, 0.1)
     # Its records are past 1 s one second after the cut at most; one pass later it is gone.
     assert time.monotonic() - altered < 1.0 + 2 * CHECK_INTERVAL_MS / 1000 + 3.0
-    wait_until(lambda: chunks_held(brokers, 0, "expiring") is None,
-               "broker 0 deleting its only chunk of the partition", 20, 0.1)
-    wait_until(lambda: [c[0] for c in chunks_held(brokers, 1, "expiring") or []] == [10],
-               "broker 1 deleting chunk 0 and keeping the active chunk", 20, 0.1)
-    with client(brokers, 1) as b1:
-        part, got = b1.fetch_records("expiring", 0, 10)
-    assert part.error_code == 0, part
-    assert [r.value for r in got] == [f"new-{i}".encode() for i in range(5)]
+    chunk_zero_left_every_disk(brokers, "expiring", 10)
     assert broker_pids(brokers) == pids  # no broker restarted
 
 
 def test_retention_bytes_deletes_the_oldest_chunk_once_the_rest_reach_the_limit(
         brokers: LocalCluster, admin: AdminClient) -> None:
-    admin.create_topic("sized", None, None, [[0, 1]])
-    wait_leader(brokers, "sized", 0)
-    with client(brokers, 0) as b0:
-        assert b0.produce_records("sized", 0, 1, records("old", 20, 1000)).error_code == 0
-    (cut,) = admin.create_chunks([{"topic": "sized", "partition": 0, "replicas": [1, 2]}])
-    assert cut["error_code"] == 0, cut
-    wait_leader(brokers, "sized", 1)
-    with client(brokers, 1) as b1:
-        answer = b1.produce_records("sized", 0, 1, records("new", 5, 1000))
-        assert (answer.error_code, answer.base_offset) == (0, 20), answer
-    wait_until(lambda: (0, 0, 19) in (chunks_held(brokers, 1, "sized") or []),
-               "broker 1 holding the inactive chunk 0..19", 30, 0.1)
+    two_chunks(brokers, admin, "sized", 20, 1000)
     pids = broker_pids(brokers)
     # About 20 kB in chunk 0 and 5 kB in the active chunk: without chunk 0 the partition
     # would be below 10 kB, so Kafka's rule keeps it through several passes and reports.
@@ -184,14 +189,7 @@ def test_retention_bytes_deletes_the_oldest_chunk_once_the_rest_reach_the_limit(
     wait_until(lambda: starts(admin, "sized") == [20],
                "the controller deleting chunk 0 past retention.bytes", 20, 0.1)
     assert time.monotonic() - altered < 3 * CHECK_INTERVAL_MS / 1000 + 3.0
-    wait_until(lambda: chunks_held(brokers, 0, "sized") is None,
-               "broker 0 deleting its only chunk of the partition", 20, 0.1)
-    wait_until(lambda: [c[0] for c in chunks_held(brokers, 1, "sized") or []] == [20],
-               "broker 1 deleting chunk 0 and keeping the active chunk", 20, 0.1)
-    with client(brokers, 1) as b1:
-        part, got = b1.fetch_records("sized", 0, 20)
-    assert part.error_code == 0, part
-    assert len(got) == 5
+    chunk_zero_left_every_disk(brokers, "sized", 20, 1000)
     assert broker_pids(brokers) == pids  # no broker restarted
 
 
