@@ -25,7 +25,7 @@ from chunkraft.api.readiness import assess_readiness
 from chunkraft.api.rpc import committed_image
 from chunkraft.broker_endpoints import broker_url
 from chunkraft.console.access import ConsoleAccess
-from chunkraft.console.events import event_stream
+from chunkraft.console.events import BatchSummaries, event_stream
 from chunkraft.console.timeline import partition_timeline
 from chunkraft.console.views import (
     MAX_PAGE_SIZE,
@@ -264,6 +264,9 @@ async def events(request: Request, after: int = Query(-1, ge=-1),
     def access_now() -> ConsoleAccess:
         return ConsoleAccess(context.controller.image, principal, context.authorizer)
 
-    return StreamingResponse(event_stream(context, access_now, after),
+    summaries = getattr(request.app.state, "console_batch_summaries", None)
+    if summaries is None:  # one per node: its streams decode each batch once between them
+        summaries = request.app.state.console_batch_summaries = BatchSummaries()
+    return StreamingResponse(event_stream(context, access_now, after, summaries=summaries),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

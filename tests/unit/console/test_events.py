@@ -1,0 +1,66 @@
+"""The console's event summaries: what a committed batch touched, decoded once per node."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from chunkraft.console import events
+from chunkraft.console.events import BatchSummaries, batch_topics, touched_topics
+from chunkraft.controller.raft.state_machine import CommittedBatch, TailRead
+from chunkraft.records import TopicRecord, encode_record
+from chunkraft.records.cluster_records import NoOpRecord
+
+ORDERS = uuid.UUID(int=7)
+PAYMENTS = uuid.UUID(int=8)
+
+
+def _batch(base_offset: int, *records: object) -> CommittedBatch:
+    return CommittedBatch(base_offset, 1, 0, tuple(encode_record(r) for r in records))
+
+
+BATCHES = (
+    _batch(0, TopicRecord("orders", ORDERS)),
+    _batch(1, NoOpRecord()),
+    _batch(2, TopicRecord("payments", PAYMENTS), TopicRecord("orders", ORDERS)),
+)
+
+
+def test_a_batch_names_its_topics_and_whether_anything_else_changed() -> None:
+    assert batch_topics(BATCHES[0]).ids == {ORDERS}
+    assert batch_topics(BATCHES[0]).names == {ORDERS: "orders"}
+    assert batch_topics(BATCHES[0]).other is False
+    assert batch_topics(BATCHES[1]).ids == frozenset()
+    assert batch_topics(BATCHES[1]).other is True
+
+
+def test_the_shared_summaries_answer_what_decoding_answers() -> None:
+    read = TailRead(BATCHES, False, 4)
+    assert BatchSummaries().touched(BATCHES) == touched_topics(read)
+    assert touched_topics(read) == ({ORDERS, PAYMENTS},
+                                    {ORDERS: "orders", PAYMENTS: "payments"}, True)
+
+
+def test_each_batch_is_decoded_once_however_many_streams_ask(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[int] = []
+
+    def counting(batch: CommittedBatch) -> events.BatchTopics:
+        decoded.append(batch.base_offset)
+        return batch_topics(batch)
+
+    monkeypatch.setattr(events, "batch_topics", counting)
+    summaries = BatchSummaries()
+    assert not summaries.known(BATCHES)
+    for _stream in range(5):
+        summaries.touched(BATCHES)
+    assert sorted(decoded) == [0, 1, 2]
+    assert summaries.known(BATCHES)
+
+
+def test_the_summaries_keep_only_the_last_batches_asked_about() -> None:
+    summaries = BatchSummaries(capacity=2)
+    summaries.touched(BATCHES)
+    assert summaries.known(BATCHES[1:])
+    assert not summaries.known(BATCHES[:1])
