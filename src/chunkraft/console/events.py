@@ -41,6 +41,8 @@ RETRY_MS = 300
 WAIT_SECONDS = 5.0
 MAX_RECORDS = 20_000
 MAX_BYTES = 8 * 1024 * 1024
+_DECODE_WAIT_SECONDS = 5.0
+"""How long a stream waits for another's decoding of a batch before looking again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,7 @@ class BatchSummaries:
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
         self._summaries: OrderedDict[tuple[int, int], BatchTopics] = OrderedDict()
+        self._decoding: dict[tuple[int, int], threading.Event] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -94,18 +97,32 @@ class BatchSummaries:
             return all(self._key(batch) in self._summaries for batch in batches)
 
     def summary(self, batch: CommittedBatch) -> BatchTopics:
+        """What ``batch`` touched: from the cache, or decoded here. A batch another thread is
+        decoding is waited for, not decoded again (the streams of a node all ask about a new
+        batch at the same moment)."""
         key = self._key(batch)
-        with self._lock:
-            found = self._summaries.get(key)
-            if found is not None:
-                self._summaries.move_to_end(key)
-                return found
-        summary = batch_topics(batch)  # outside the lock: other streams go on meanwhile
-        with self._lock:
-            self._summaries[key] = summary
-            while len(self._summaries) > self.capacity:
-                self._summaries.popitem(last=False)
-        return summary
+        while True:
+            with self._lock:
+                found = self._summaries.get(key)
+                if found is not None:
+                    self._summaries.move_to_end(key)
+                    return found
+                decoding = self._decoding.get(key)
+                if decoding is None:
+                    decoding = self._decoding[key] = threading.Event()
+                    break
+            decoding.wait(_DECODE_WAIT_SECONDS)  # then look again (or decode it ourselves)
+        try:
+            summary = batch_topics(batch)  # outside the lock: other batches go on meanwhile
+            with self._lock:
+                self._summaries[key] = summary
+                while len(self._summaries) > self.capacity:
+                    self._summaries.popitem(last=False)
+            return summary
+        finally:
+            with self._lock:
+                self._decoding.pop(key, None)
+            decoding.set()
 
     def touched(self, batches: Iterable[CommittedBatch]
                 ) -> tuple[set[uuid.UUID], dict[uuid.UUID, str], bool]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
@@ -64,3 +66,30 @@ def test_the_summaries_keep_only_the_last_batches_asked_about() -> None:
     summaries.touched(BATCHES)
     assert summaries.known(BATCHES[1:])
     assert not summaries.known(BATCHES[:1])
+
+
+def test_streams_asking_at_the_same_moment_share_one_decoding(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[int] = []
+    started = threading.Event()
+
+    def slow(batch: CommittedBatch) -> events.BatchTopics:
+        decoded.append(batch.base_offset)
+        started.set()
+        time.sleep(0.2)  # the others ask meanwhile
+        return batch_topics(batch)
+
+    monkeypatch.setattr(events, "batch_topics", slow)
+    summaries = BatchSummaries()
+    answers: list[object] = []
+    first = threading.Thread(target=lambda: answers.append(summaries.touched(BATCHES[:1])))
+    first.start()
+    assert started.wait(5)
+    others = [threading.Thread(target=lambda: answers.append(summaries.touched(BATCHES[:1])))
+              for _ in range(4)]
+    for thread in others:
+        thread.start()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert decoded == [0]
+    assert answers == [({ORDERS}, {ORDERS: "orders"}, False)] * 5
