@@ -20,7 +20,7 @@ from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import error_response
 from chunkraft.console.access import ConsoleAccess
 from chunkraft.console.audit_report import newest_report
-from chunkraft.console.pages import SECURITY_HEADERS, login_page, page_shell
+from chunkraft.console.pages import SCRIPTS, SECURITY_HEADERS, login_page, page_shell
 from chunkraft.console.session_middleware import certificate_of, own_origin, session_of
 from chunkraft.console.sessions import Session, SessionStore, cookie_name
 from chunkraft.error_codes import Errors
@@ -31,8 +31,7 @@ __all__ = ["MAX_LOGIN_BODY", "router", "safe_next"]
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 MAX_LOGIN_BODY = 8192
-STATIC_TYPES = {"console.js": "text/javascript; charset=utf-8",
-                "timeline.js": "text/javascript; charset=utf-8",
+STATIC_TYPES = {**{name: "text/javascript; charset=utf-8" for name in SCRIPTS},
                 "console.css": "text/css; charset=utf-8"}
 _static_cache: dict[str, bytes] = {}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-__all__ = ["NAV", "SECURITY_HEADERS", "login_page", "page_shell"]
+__all__ = ["NAV", "SCRIPTS", "SECURITY_HEADERS", "login_page", "page_shell"]
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -21,6 +21,10 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",  # "no-referrer" would make the Origin of a form post "null"
     "Cache-Control": "no-store",
 }
+
+SCRIPTS = ("timeline.js", "console_common.js", "topic_page.js", "console.js")
+"""The pages' scripts, in the order they run (each ``defer``, so in document order): the
+timeline drawing, the shared helpers, the topic page, then the other pages and the start."""
 
 NAV = (("cluster", "/ui", "Cluster"), ("brokers", "/ui/brokers", "Brokers"),
        ("topics", "/ui/topics", "Topics"), ("configs", "/ui/configs", "Configs"),
@@ -48,8 +52,8 @@ def page_shell(page: str, title: str, *, principal: str, csrf: str, cluster_id: 
         _head(title)
         + f"<meta name=\"csrf-token\" content=\"{escape(csrf)}\">"
         + f"<meta name=\"cluster-id\" content=\"{escape(cluster_id)}\">"
-        + "<script src=\"/ui/static/timeline.js\" defer></script>"
-        + "<script src=\"/ui/static/console.js\" defer></script></head>"
+        + "".join(f"<script src=\"/ui/static/{name}\" defer></script>" for name in SCRIPTS)
+        + "</head>"
         + f"<body data-page=\"{escape(page)}\"{attributes}>"
         + "<header><span class=\"brand\">chunkraft</span><nav>" + links + "</nav>"
         + f"<span class=\"who\">{escape(principal)} · controller {node_id}"

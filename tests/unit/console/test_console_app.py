@@ -12,6 +12,7 @@ from typing import Any
 from chunkraft.api.authentication import Authenticator, forwarding_key
 from chunkraft.console.access import ConsoleAccess
 from chunkraft.console.events import change_event, event_stream
+from chunkraft.console.pages import SCRIPTS
 from chunkraft.console.sessions import CSRF_HEADER, cookie_name
 from chunkraft.security.authorizer import Authorizer
 from chunkraft.security.credentials import CredentialStore, add_token, revoke_tokens
@@ -64,7 +65,7 @@ def test_pages_need_a_session_and_a_bad_token_is_refused(tmp_path: Path) -> None
         assert answer.headers["location"] == "/ui/login?next=%2Fui%2Ftopics%2Forders"
         assert (await node.http.get("/ui/api/topics")).status_code == 401
         assert (await node.http.get("/ui/login")).status_code == 200
-        for name in ("console.js", "timeline.js", "console.css"):
+        for name in (*SCRIPTS, "console.css"):
             static = await node.http.get(f"/ui/static/{name}")
             assert static.status_code == 200 and static.content, name
         assert (await node.http.get("/ui/static/secrets.txt")).status_code == 404
