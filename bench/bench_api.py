@@ -50,8 +50,8 @@ import httpx
 
 from _controller.cluster import (
     CLUSTER_TIMEOUT,
-    Brokers,
     Headers,
+    cluster_with_brokers,
     controller_pids,
     create_pool,
     delete_names,
@@ -524,13 +524,7 @@ def main() -> None:
             else:
                 base = Path(stack.enter_context(tempfile.TemporaryDirectory(
                     prefix="chunkraft-bench-api-")))
-            cluster = LocalCluster(base / "api")
-            cluster.prepare()
-            stack.callback(cluster.stop)
-            cluster.start()
-            brokers = Brokers(cluster)
-            stack.callback(brokers.close)
-            leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
+            cluster, leader_url = cluster_with_brokers(stack, base, "api")
             cluster_id = str(quorum(leader_url, cluster.headers)["cluster_id"])
             actions: dict[str, Callable[[], None]] = {
                 "overhead": lambda: bench_overhead(cluster, cluster_id, pairs),

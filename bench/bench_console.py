@@ -37,10 +37,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 from tests.support.browser import headless_chromium
 
-from _controller.cluster import CLUSTER_TIMEOUT, Brokers, create_pool, post, quorum
+from _controller.cluster import cluster_with_brokers, create_pool, post, quorum
 from _controller.machine import code_version, other_load
 from _report import append_section, emit
-from chunkraft.deploy.local_cluster import LocalCluster
 
 TOPIC = "console-10k"
 PARTITIONS = 10_000
@@ -166,13 +165,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="chunkraft-bench-console-")))
-        cluster = LocalCluster(base / "console")
-        cluster.prepare()
-        stack.callback(cluster.stop)
-        cluster.start()
-        brokers = Brokers(cluster)
-        stack.callback(brokers.close)
-        leader_url = cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
+        cluster, leader_url = cluster_with_brokers(stack, base, "console")
         headers = dict(cluster.headers)
         build_topic(leader_url, headers)
         began = time.monotonic()

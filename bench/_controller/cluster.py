@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -105,6 +106,19 @@ class Brokers:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+
+def cluster_with_brokers(stack: contextlib.ExitStack, base: Path, name: str
+                         ) -> tuple[LocalCluster, str]:
+    """A LocalCluster of 3 controllers under ``base / name``, started, with :class:`Brokers`
+    heartbeating; both stop when ``stack`` closes. Returns the cluster and the leader's URL."""
+    cluster = LocalCluster(base / name)
+    cluster.prepare()
+    stack.callback(cluster.stop)
+    cluster.start()
+    brokers = Brokers(cluster)
+    stack.callback(brokers.close)
+    return cluster, cluster.nodes[cluster.wait_ready(CLUSTER_TIMEOUT)].url
 
 
 def create_pool(url: str, headers: Headers, prefix: str, count: int,
