@@ -147,6 +147,12 @@ def one_round(url: str, headers: dict[str, str], streams: int, partitions: int, 
                 "last_stream_ms": round((last_seen - answered) * 1000, 1)}
     finally:
         stop.set()
+        # A stream notices the stop at its next line (an idle line at least every 5 s). Wait
+        # for every one to close: one left open would decode the next round's batch too.
+        for stream in open_streams:
+            stream.join(15)
+        if any(stream.is_alive() for stream in open_streams):
+            raise RuntimeError("a stream did not close within 15 s of the round's end")
 
 
 _CLUSTER_IDS: dict[str, str] = {}
