@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from chunkraft.client.admin import AdminClient, AdminError
@@ -176,6 +177,46 @@ def test_removing_the_leader_hands_leadership_over_first(quorum: LocalCluster) -
     remaining = set(cluster.nodes) - {leader}
     wait_until(lambda: cluster.leader_id() in remaining, "a new leader among the others", 30)
     assert set(voters_of(cluster)) == remaining
+
+
+def test_a_removed_controller_that_still_runs_sends_its_readers_elsewhere(
+        quorum: LocalCluster) -> None:
+    """A follower removed while its process runs hears nothing more: it must not answer reads
+    from its frozen image (a client that listed it first read nothing new for minutes), but
+    send readers and brokers on to the voters."""
+    cluster = quorum
+    leader = cluster.wait_ready(timeout=30)
+    gone = min(node for node in cluster.nodes if node != leader)
+    removed = quorum_cli(cluster, "remove-controller", "--controller-id", str(gone))
+    assert removed.returncode == 0, removed.stderr
+    url = cluster.nodes[gone].url
+    voters = ", ".join(str(node) for node in sorted(set(cluster.nodes) - {gone}))
+
+    def refuses_reads() -> bool:
+        answer = httpx.get(f"{url}/v3/clusters", headers=cluster.headers, timeout=5)
+        return answer.status_code == 503 and answer.json()["error_name"] == "NOT_CONTROLLER"
+
+    wait_until(refuses_reads, f"controller {gone} refusing reads once removed", 30)
+    answer = httpx.get(f"{url}/v3/clusters", headers=cluster.headers, timeout=5).json()
+    assert answer["message"].startswith(f"controller {gone} is not a voter of the quorum")
+    assert f"names the voters {voters}" in answer["message"]
+    stream = httpx.get(f"{url}/controller/v1/metadata-log", headers=cluster.headers,
+                       timeout=5)
+    assert stream.status_code == 503 and stream.json()["error_name"] == "NOT_CONTROLLER"
+    ready = httpx.get(f"{url}/readyz", timeout=5)
+    assert ready.status_code == 503 and "is not a voter" in ready.json()["reason"]
+    # A change made after the removal, read by a client that asks the removed node first.
+    others = [cluster.nodes[node].url for node in sorted(cluster.nodes) if node != gone]
+    acl = {"resource_type": "TOPIC", "resource_name": "after-the-removal",
+           "pattern_type": "LITERAL", "principal": "User:alice", "host": "*",
+           "operation": "READ", "permission": "ALLOW"}
+    config = CommandConfig(token=cluster.admin_token)
+    with AdminClient([url, *others], config) as writer:
+        writer.create_acl(acl)
+    with AdminClient([url, *others], config) as reader:
+        listed = reader.list_acls({"resource_type": "TOPIC",
+                                   "resource_name": "after-the-removal"})
+    assert [entry["principal"] for entry in listed] == ["User:alice"]
 
 
 def test_refusals_name_the_voter_and_change_nothing(quorum: LocalCluster) -> None:

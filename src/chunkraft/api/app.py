@@ -49,7 +49,9 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await context.controller.start()
-        tasks = []
+        tasks = [asyncio.create_task(context.standing.run(
+            lambda: assess_readiness(context.controller.raft.status()).ready,
+            context.client, context.all_controller_urls))]
         if monitor_sessions:
             tasks.append(asyncio.create_task(
                 run_session_monitor(context.controller, context.heartbeats,
@@ -99,7 +101,8 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
              responses={200: {"model": Readiness, "description": "Ready"},
                         503: {"model": Readiness, "description": "Not ready (see the fields)"}})
     async def readyz(request: Request) -> JSONResponse:
-        readiness = assess_readiness(context.controller.raft.status())
+        readiness = assess_readiness(context.controller.raft.status(),
+                                     context.standing.refusal())
         return JSONResponse(readiness.model_dump(),
                             status_code=200 if readiness.ready else 503)
 

@@ -13,6 +13,7 @@ import httpx
 
 from chunkraft.api.authentication import Authenticator
 from chunkraft.api.limits import RequestLimits
+from chunkraft.api.voter_standing import VoterStanding
 from chunkraft.cluster_timeouts import cluster_timeout
 from chunkraft.controller.operations.chunk_sizes import ChunkSizeTable
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
@@ -57,12 +58,18 @@ class ControllerContext:
     export_dir: Path | None = None
     """``metadata.snapshot.export.dir``: where the console looks for the newest audit report."""
     limits: RequestLimits = field(default_factory=RequestLimits)
-    chunk_sizes: ChunkSizeTable = field(default_factory=ChunkSizeTable)
     """What one request may cost (:mod:`chunkraft.api.limits`); the defaults unless the
     configuration says otherwise."""
+    chunk_sizes: ChunkSizeTable = field(default_factory=ChunkSizeTable)
+    standing: VoterStanding = field(init=False, repr=False)
+    """Whether the other controllers still count this node a voter; reads are refused while
+    they do not (:mod:`chunkraft.api.voter_standing`)."""
     _client: httpx.AsyncClient | None = field(default=None, repr=False)
     _pool: list[httpx.AsyncClient] = field(default_factory=list, repr=False)
     _turn: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        self.standing = VoterStanding(self.node_id)
 
     @property
     def cluster_id_text(self) -> str:

@@ -32,7 +32,7 @@ async def describe_quorum(request: Request) -> Response:
     if refusal is not None:
         return refusal
     body = dataclasses.asdict(status)
-    readiness = assess_readiness(status)
+    readiness = assess_readiness(status, context.standing.refusal())
     body.update(
         ready=readiness.ready,
         not_ready_reason=readiness.reason,

@@ -1,14 +1,14 @@
 """Readiness: whether a controller node should take traffic, and the first reason it should not.
 
 One function decides for ``GET /readyz`` and for the quorum status (``quorum describe``), so the
-two never disagree. The checks, in order: the metadata log is applying; the Raft thread has
-ticked within the longest election timeout (a thread stalled that long loses its followers or
-its leader while its other state still reads "leader, quorum"); the Raft term fits the int32
-epoch (a node at a larger term can neither lead nor follow a leader that could write, issue 24);
-the node is not stuck at the last epoch (at term 2^31-1 with no leader, it refuses to campaign);
-a leader is known; this node is
-in touch with a majority; it has applied all but :data:`READY_MAX_LAG_ENTRIES` of the entries it
-knows are committed.
+two never disagree. The checks, in order: the node has not learnt from the other controllers
+that it is not a voter (:mod:`chunkraft.api.voter_standing`); the metadata log is applying; the
+Raft thread has ticked within the longest election timeout (a thread stalled that long loses its
+followers or its leader while its other state still reads "leader, quorum"); the Raft term fits
+the int32 epoch (a node at a larger term can neither lead nor follow a leader that could write,
+issue 24); the node is not stuck at the last epoch (at term 2^31-1 with no leader, it refuses to
+campaign); a leader is known; this node is in touch with a majority; it has applied all but
+:data:`READY_MAX_LAG_ENTRIES` of the entries it knows are committed.
 """
 
 from __future__ import annotations
@@ -39,13 +39,19 @@ class Readiness(BaseModel):
     """Seconds since the Raft thread last ticked (None without a Raft thread)."""
     failure: str | None
     metadata_offset: int
+    voter_ids: list[int]
+    """The voters as this node knows them (a node left out of them learns it from this, see
+    :mod:`chunkraft.api.voter_standing`)."""
 
 
-def assess_readiness(status: QuorumStatus) -> Readiness:
-    """The node's readiness from its quorum status; pure, so tests can give any status."""
+def assess_readiness(status: QuorumStatus, not_a_voter: str | None = None) -> Readiness:
+    """The node's readiness from its quorum status (and, when it has learnt that it is not a
+    voter, why); pure, so tests can give any status."""
     lag = max(status.commit_index - status.last_applied_index, 0)
     reason = None
-    if status.failure is not None:
+    if not_a_voter is not None:
+        reason = not_a_voter
+    elif status.failure is not None:
         reason = f"the metadata log stopped applying: {status.failure}"
     elif status.raft_thread_stalled:
         reason = (f"the Raft thread has not ticked for {status.tick_lag_seconds:.2f} s, more "
@@ -66,4 +72,6 @@ def assess_readiness(status: QuorumStatus) -> Readiness:
     return Readiness(ready=reason is None, reason=reason, leader_id=status.leader_id,
                      has_quorum=status.has_quorum, lag_entries=lag,
                      tick_lag_seconds=status.tick_lag_seconds, failure=status.failure,
-                     metadata_offset=status.high_watermark - 1)
+                     metadata_offset=status.high_watermark - 1,
+                     voter_ids=sorted({voter.node_id for voter in status.voters
+                                       if voter.node_id >= 0}))

@@ -181,8 +181,12 @@ async def execute_write(
 async def committed_image(request: Request, min_offset: int, wait_ms: int
                           ) -> MetadataImage | Response:
     """This node's committed image once it has applied ``min_offset`` (-1: at once), or a 503
-    answer naming both offsets when it has not within ``wait_ms`` (capped at 30 s)."""
+    answer naming both offsets when it has not within ``wait_ms`` (capped at 30 s), or naming
+    the voters when this node has learnt that it is not one of them."""
     context: ControllerContext = request.app.state.context
+    not_a_voter = context.standing.refusal()
+    if not_a_voter is not None:  # its image no longer changes: never answer from it
+        return error_response(Errors.NOT_CONTROLLER, not_a_voter, 503)
     if min_offset >= 0 and not await context.controller.wait_for_offset(
             min_offset, min(max(wait_ms, 0) / 1000, MAX_READ_WAIT)):
         return error_response(

@@ -8,7 +8,8 @@ codec's bytes, base64 in JSON. A reader older than the retained tail gets
 format), with its end offset and epoch in headers.
 
 Both need CLUSTER_ACTION on the cluster (brokers and other controllers read the stream; the
-records name every principal's ACLs), else 403.
+records name every principal's ACLs), else 403. A node that has learnt it is not a voter answers
+503 NOT_CONTROLLER (:mod:`chunkraft.api.voter_standing`): a broker moves to another controller.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ async def read_metadata_log(
     refusal = cluster_refusal(context, principal_of(request), AclOperation.CLUSTER_ACTION)
     if refusal is not None:
         return refusal
+    not_a_voter = context.standing.refusal()
+    if not_a_voter is not None:  # a broker following this node would never hear more
+        return error_response(Errors.NOT_CONTROLLER, not_a_voter, 503)
     controller = context.controller
     read = await controller.read_after(after, max_records=max_records, max_bytes=max_bytes,
                                        wait=wait_ms / 1000)
@@ -97,6 +101,9 @@ async def read_snapshot(request: Request) -> Response:
     refusal = cluster_refusal(context, principal_of(request), AclOperation.CLUSTER_ACTION, image)
     if refusal is not None:
         return refusal
+    not_a_voter = context.standing.refusal()
+    if not_a_voter is not None:
+        return error_response(Errors.NOT_CONTROLLER, not_a_voter, 503)
     if image.offset < 0:
         return error_response(Errors.SNAPSHOT_NEEDED, "nothing has been committed yet", 404)
     epoch = max(image.epoch, 0)

@@ -100,7 +100,7 @@ async def cluster(request: Request) -> Response:
                                   "the quorum's state needs")
         return _json(body, image.offset)
     status = controller.raft.status()
-    readiness = assess_readiness(status)
+    readiness = assess_readiness(status, context.standing.refusal())
     quorum = {**dataclasses.asdict(status), "ready": readiness.ready,
               "not_ready_reason": readiness.reason, "seen_from": context.node_id}
     leader = status.leader_id

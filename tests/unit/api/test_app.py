@@ -34,7 +34,8 @@ def test_readyz_needs_a_known_leader_and_a_healthy_log() -> None:
             assert ready.json() == {"ready": True, "reason": None, "leader_id": 1,
                                     "has_quorum": True, "lag_entries": 0,
                                     "tick_lag_seconds": None, "failure": None,
-                                    "metadata_offset": node.context.controller.image.offset}
+                                    "metadata_offset": node.context.controller.image.offset,
+                                    "voter_ids": [1]}
             node.raft.set_leader(False)
             leaderless = await node.http.get("/readyz")
             assert leaderless.status_code == 503

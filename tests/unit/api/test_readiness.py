@@ -136,3 +136,14 @@ def test_a_node_that_refuses_to_campaign_at_the_last_epoch_is_not_ready() -> Non
                                 "election past it")
     following = dataclasses.replace(stuck, leader_id=2, campaign_refused=False)
     assert assess_readiness(following).ready  # a leader of term MAX_EPOCH can still commit
+
+
+def test_a_node_that_learnt_it_is_not_a_voter_says_so_first_and_names_its_voters() -> None:
+    ticks = TickWatch(ELECTION_TIMEOUT_MAX, clock=lambda: 100.0)
+    status = dataclasses.replace(leader_status(ticks), voters=(
+        VoterStatus(3, "c", 10, 0, 0, True), VoterStatus(1, "a", 10, 0, 0, True),
+        VoterStatus(-1, "unnamed", 10, 0, 0, True)))
+    assert assess_readiness(status).voter_ids == [1, 3]  # an address no id names is left out
+    out = assess_readiness(status, "controller 1 is not a voter of the quorum (...)")
+    assert not out.ready
+    assert out.reason == "controller 1 is not a voter of the quorum (...)"
