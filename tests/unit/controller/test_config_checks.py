@@ -23,12 +23,6 @@ from tests.unit.controller.config_support import (
     base_values,
 )
 
-
-@pytest.fixture
-def layers(tmp_path: Path) -> Layers:
-    return Layers(tmp_path)
-
-
 # --- settings checked against each other -------------------------------------------------------
 
 
