@@ -9,6 +9,7 @@ https, for the whole controller (``Path=/``, so the pages' calls to ``/v3`` carr
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from urllib.parse import parse_qs, quote
 
@@ -20,7 +21,7 @@ from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import error_response
 from chunkraft.console.access import ConsoleAccess
 from chunkraft.console.audit_report import newest_report
-from chunkraft.console.pages import SCRIPTS, SECURITY_HEADERS, login_page, page_shell
+from chunkraft.console.pages import NAV, SCRIPTS, SECURITY_HEADERS, login_page, page_shell
 from chunkraft.console.session_middleware import certificate_of, own_origin, session_of
 from chunkraft.console.sessions import Session, SessionStore, cookie_name
 from chunkraft.error_codes import Errors
@@ -153,34 +154,24 @@ def _page(request: Request, page: str, title: str, **data: str) -> Response:
                             node_id=context.node_id, data=data))
 
 
-@router.get("")
-async def cluster_page(request: Request) -> Response:
-    return _page(request, "cluster", "Cluster")
+def _plain_page(page: str, title: str) -> Callable[[Request], Awaitable[Response]]:
+    async def handler(request: Request) -> Response:
+        return _page(request, page, title)
+
+    handler.__name__ = f"{page}_page"
+    return handler
 
 
-@router.get("/brokers")
-async def brokers_page(request: Request) -> Response:
-    return _page(request, "brokers", "Brokers")
-
-
-@router.get("/topics")
-async def topics_page(request: Request) -> Response:
-    return _page(request, "topics", "Topics")
+# The navigation's pages that need nothing but their shell (the audit page names its report).
+for _page_key, _path, _title in NAV:
+    if _page_key != "audit":
+        router.add_api_route(_path.removeprefix("/ui"), _plain_page(_page_key, _title),
+                             methods=["GET"])
 
 
 @router.get("/topics/{topic_name}")
 async def topic_page(request: Request, topic_name: str) -> Response:
     return _page(request, "topic", f"Topic {topic_name}", topic=topic_name)
-
-
-@router.get("/configs")
-async def configs_page(request: Request) -> Response:
-    return _page(request, "configs", "Configs")
-
-
-@router.get("/acls")
-async def acls_page(request: Request) -> Response:
-    return _page(request, "acls", "ACLs")
 
 
 @router.get("/audit")
