@@ -53,9 +53,6 @@ class Bar:
     adding: bool
     removing: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
     def row_json(self) -> list[Any]:
         """The bar as a row of :data:`BAR_FIELDS`."""
         return [self.broker_id, self.row, self.start_offset, self.stop_offset, self.end_offset,

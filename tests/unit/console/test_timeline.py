@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
@@ -128,4 +129,4 @@ def test_the_json_form_carries_every_field() -> None:
     for row, bar in zip(body["bars"], timeline.bars, strict=True):
         named = dict(zip(body["bar_fields"], row, strict=True))
         assert named == {k: round(v, 6) if isinstance(v, float) else v
-                         for k, v in bar.to_json().items()}
+                         for k, v in dataclasses.asdict(bar).items()}
