@@ -214,6 +214,14 @@ async def produce(manager: ReplicaManager, values: list[bytes], *, acks: int = -
     return response.topics[0].partitions[0]
 
 
+async def two_chunks(cluster: Cluster, old: list[bytes], new: list[bytes]) -> None:
+    """Partition 0 in two chunks: ``old`` produced on broker 0, the active chunk cut onto
+    broker 1 (at epoch 1), then ``new`` produced there."""
+    assert (await produce(cluster.managers[0], old)).error_code == 0
+    assert await cluster.managers[0].roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
+    assert (await produce(cluster.managers[1], new)).error_code == 0
+
+
 async def consume(manager: ReplicaManager, offset: int, *, isolation_level: int = 0,
                   max_wait_ms: int = 0) -> FetchPartitionResponse:
     response = await manager.fetch(FetchRequest(

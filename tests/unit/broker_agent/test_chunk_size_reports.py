@@ -15,6 +15,7 @@ from tests.unit.broker_agent.replica_harness import (
     eventually,
     produce,
     run_scenario,
+    two_chunks,
     values_of,
 )
 from tests.unit.broker_agent.replica_harness import consume as fetch
@@ -49,9 +50,7 @@ def test_sizes_of_inactive_and_active_chunks_reach_the_leader_and_drive_retentio
         await cluster.start(replicas=(0,))
         b0, b1 = cluster.managers[0], cluster.managers[1]
         try:
-            assert (await produce(b0, [VALUE] * 5)).error_code == 0
-            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
-            assert (await produce(b1, [VALUE] * 2)).error_code == 0
+            await two_chunks(cluster, [VALUE] * 5, [VALUE] * 2)
             await cluster.controller.commit([ConfigRecord(2, TOPIC, "retention.bytes",
                                                           "1000000")])
             reported = {(s.start_offset, s.size_in_bytes) for s in b0.size_reports.sizes()}

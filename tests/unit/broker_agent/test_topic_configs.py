@@ -30,6 +30,7 @@ from tests.unit.broker_agent.replica_harness import (
     eventually,
     produce,
     run_scenario,
+    two_chunks,
     values_of,
 )
 from tests.unit.broker_agent.replica_harness import consume as fetch
@@ -281,9 +282,7 @@ def test_a_chunk_the_controllers_retention_deletes_leaves_the_brokers_disk(
         await cluster.start(replicas=(0,))
         b0, b1 = cluster.managers[0], cluster.managers[1]
         try:
-            assert (await produce(b0, [b"old"] * 5)).error_code == 0
-            assert await b0.roll_chunk(TOPIC, 0, (1,), 1) == (0, None)
-            assert (await produce(b1, [b"new"])).error_code == 0
+            await two_chunks(cluster, [b"old"] * 5, [b"new"])
             assert b0.logs.get(TOPIC, 0) is not None
             await cluster.controller.commit([ConfigRecord(2, TOPIC, "retention.ms", "1")])
             image = cluster.controller.image
