@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 from chunkraft.api.context import ControllerContext
 from chunkraft.console.access import ConsoleAccess
-from chunkraft.controller.raft.state_machine import CommittedBatch, TailRead
+from chunkraft.controller.raft.state_machine import CommittedBatch
 from chunkraft.records import TopicRecord, decode_record
 
 __all__ = ["RETRY_MS", "STREAM_SECONDS", "BatchSummaries", "BatchTopics", "change_event",
-           "event_stream", "touched_topics"]
+           "event_stream"]
 
 STREAM_SECONDS = 25.0
 RETRY_MS = 300
@@ -136,12 +136,6 @@ class BatchSummaries:
             names.update(summary.names)
             other = other or summary.other
         return ids, names, other
-
-
-def touched_topics(read: TailRead) -> tuple[set[uuid.UUID], dict[uuid.UUID, str], bool]:
-    """The ids of the topics the records of ``read`` name, the names its TopicRecords give,
-    and whether any record named no topic (decoded here, with no cache)."""
-    return BatchSummaries(capacity=0).touched(read.batches)
 
 
 def change_event(offset: int, topics: list[str], other: bool, *, reset: bool = False) -> bytes:
