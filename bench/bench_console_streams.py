@@ -8,9 +8,9 @@ reference is 0 streams, in the same run), ``--rounds`` times:
   on the leader, each in a thread of this process;
 - a probe asks the leader's ``GET /readyz`` every ``--probe-ms`` (answered on the same event
   loop as every other request), from just before the write until every stream has its event;
-- one createTopics of ``--partitions`` partitions (RF 3) commits: one batch of about twice that
-  many records (a PartitionRecord and a ChunkRecord per partition), which every stream's page
-  must hear about.
+- one createTopics of ``--partitions`` partitions (RF 3) commits: one batch of a TopicRecord and
+  a PartitionRecord per partition (10,000 records by default), which every stream's page must
+  hear about.
 
 Measured per round: the createTopics answer's latency as its client saw it, the probe's
 slowest and 99th-percentile answer in that window (how long the event loop was not serving),

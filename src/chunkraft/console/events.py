@@ -10,7 +10,7 @@ the event's offset. A reader too far behind the retained log gets ``{"offset", "
 
 Every stream of a node shares one :class:`BatchSummaries`: a committed batch is decoded once,
 in a worker thread, however many consoles follow the log, so a large batch (a topic of 10,000
-partitions) costs the event loop nothing per open page.
+partitions) costs the event loop a lookup per open page, not a decoding.
 
 A stream ends after :data:`STREAM_SECONDS` (the browser reconnects after ``retry``, resuming at
 the last id it got, so nothing is missed): a controller stopping never waits long for a console
