@@ -29,7 +29,9 @@ and one error is logged. It can still follow a leader of term MAX_EPOCH; it can 
 
 Before raising its term for an election, a node asks for pre-votes (``pre_vote.py``): a node
 the leader still reaches, or one in a minority, never raises the term, so a follower that
-restarts or pauses does not unseat a healthy leader. A leadership transfer skips it.
+restarts or pauses does not unseat a healthy leader. A leadership transfer skips it. Every time
+compared with pysyncobj's (its election deadline above all) is read from pysyncobj's own clock
+(``clock.py``), never from ``time.monotonic()``.
 
 Term and vote need nothing here: ``DurableJournal.setCurrentTerm`` stores them durably before
 it returns, and pysyncobj sends its RequestVote, vote and AppendEntries only after that call.
@@ -42,13 +44,13 @@ from __future__ import annotations
 import logging
 import pickle
 import queue
-import time
 from collections.abc import Callable
 from typing import Any
 
 from pysyncobj import _RAFT_STATE, SyncObj
 from pysyncobj.syncobj import FAIL_REASON
 
+from chunkraft.controller.raft.clock import raft_clock
 from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.pre_vote import PRE_VOTE, PRE_VOTE_RESPONSE, PreVote, grants
 from chunkraft.controller.raft.term_range import out_of_range_term
@@ -75,6 +77,7 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
     _SyncObj__raftLeader: Any
     _SyncObj__raftState: Any
     _SyncObj__raftCurrentTerm: int
+    _SyncObj__votedForNodeId: Any
     joining = False
     """Formatted to join a running quorum and no leader heard from yet: no elections."""
     _on_joined: Callable[[], None] | None = None
@@ -119,23 +122,28 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         if self._SyncObj__raftState == _RAFT_STATE.LEADER or self_node is None:
             self.pre_vote.reset()
             return
-        now = time.monotonic()
+        now = raft_clock()
+        if self.pre_vote.term is not None and not self.pre_vote.stands(
+                self._SyncObj__raftCurrentTerm):
+            self._drop_overtaken_round(now)
         deadline = self._SyncObj__raftElectionDeadline
         if deadline > now:
-            if deadline != self.pre_vote.deadline:
-                self.pre_vote.reset()  # pysyncobj moved it (a leader heard): the round is moot
-            return
+            return  # pysyncobj does not elect this tick
         if self._SyncObj__transferInProgress or self.pre_vote.won():
-            self.pre_vote.reset()  # the leader asked for this election, or a majority agreed
+            # The leader asked for this election, or a majority agreed to a round that still
+            # stands (checked just above): pysyncobj elects in this tick.
+            if self.pre_vote.won():
+                logger.info("pre-vote for term %d granted by a majority (%s): starting an "
+                            "election", self.pre_vote.term, _ids(self.pre_vote.granted))
+            self.pre_vote.reset()
             return
         if not self._SyncObj__connectedToAnyone():
             return  # pysyncobj does not elect either
         others = self._SyncObj__otherNodes
         term = self._SyncObj__raftCurrentTerm + 1
-        if self.pre_vote.start(term, self_node.id, len(others) + 1):
+        if self.pre_vote.start(term, self_node.id, len(others) + 1, now):
             return  # the only voter: elect now
-        # The round's own deadline: when it passes unwon, the next round starts. pysyncobj
-        # moves it only when it hears from a leader (or votes), which tells the two apart.
+        # The round's wait for answers: when it passes unwon, the next round starts.
         self.pre_vote.deadline = now + self._SyncObj__generateRaftTimeout()
         self._SyncObj__raftElectionDeadline = self.pre_vote.deadline
         request = {"type": PRE_VOTE, "term": term,
@@ -144,23 +152,31 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         for node in others:
             self._SyncObj__transport.send(node, request)
 
+    def _drop_overtaken_round(self, now: float) -> None:
+        """Forgets a round that a leader, a granted vote or a new term overtook. If the
+        election deadline is still the one the round set (a won round sets 0, "elect now"),
+        nothing of pysyncobj's moved it since: a full election timeout starts again."""
+        if self._SyncObj__raftElectionDeadline == self.pre_vote.deadline:
+            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        self.pre_vote.reset()
+
     def _answer_pre_vote(self, node: Any, message: dict[str, Any]) -> None:
         """A peer's pre-vote request (answered, nothing changed here) or answer (counted)."""
         if message.get("type") == PRE_VOTE_RESPONSE:
             voters = len(self._SyncObj__otherNodes) + 1
             term = message.get("term")
-            if isinstance(term, int) and self.pre_vote.answer(
-                    term, getattr(node, "id", node), message.get("granted") is True, voters):
-                self._SyncObj__raftElectionDeadline = 0  # elect on the next tick
+            if (isinstance(term, int)
+                    and self._SyncObj__raftState != _RAFT_STATE.LEADER
+                    and self.pre_vote.stands(self._SyncObj__raftCurrentTerm)
+                    and self.pre_vote.answer(term, getattr(node, "id", node),
+                                             message.get("granted") is True, voters)):
+                self.pre_vote.deadline = 0.0
+                self._SyncObj__raftElectionDeadline = 0.0  # elect on the next tick
             return
         if self._SyncObj__selfNode is None:
             return
         state = self._SyncObj__raftState
-        deadline = self._SyncObj__raftElectionDeadline
-        # A deadline this node's own round set says nothing of a leader: its timeout had run
-        # out already when the round started.
-        heard = (state == _RAFT_STATE.FOLLOWER and self._SyncObj__raftLeader is not None
-                 and deadline > time.monotonic() and deadline != self.pre_vote.deadline)
+        recent = self.pre_vote.contact_within(raft_clock(), self._SyncObj__conf.raftMinTimeout)
         try:
             granted = grants(term=int(message["term"]),
                              last_index=int(message["last_log_index"]),
@@ -168,11 +184,25 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
                              my_term=self._SyncObj__raftCurrentTerm,
                              my_last_index=self._SyncObj__getCurrentLogIndex(),
                              my_last_term=self._SyncObj__getCurrentLogTerm(),
-                             is_leader=state == _RAFT_STATE.LEADER, heard_from_leader=heard)
+                             is_leader=state == _RAFT_STATE.LEADER, leader_recent=recent)
         except (KeyError, TypeError, ValueError):
             return  # a malformed request from an authenticated peer: not answered
         self._SyncObj__transport.send(node, {"type": PRE_VOTE_RESPONSE,
                                              "term": message["term"], "granted": granted})
+
+    def _note_leader_contact(self, node: Any, message: dict[str, Any], voted_before: Any) -> None:
+        """After pysyncobj handled a message: an AppendEntries it accepted (the sender is now
+        this node's leader) or a vote it granted is a contact that refuses pre-votes for the
+        minimum election timeout and overtakes an open round."""
+        kind = message.get("type")
+        if kind == "append_entries":
+            if (self._SyncObj__raftLeader == node
+                    and message.get("term") == self._SyncObj__raftCurrentTerm):
+                self.pre_vote.note_contact(raft_clock())
+        elif kind == "request_vote":
+            voted = self._SyncObj__votedForNodeId
+            if voted is not None and voted != voted_before:
+                self.pre_vote.note_contact(raft_clock())
 
     def _hold_elections_while_joining(self) -> None:
         """A node that is not a voter yet must not campaign: its elections cannot succeed (no
@@ -200,7 +230,7 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
             # keep when it falls due, and move it where pysyncobj never reaches it.
             self._election_due = deadline
             self._SyncObj__raftElectionDeadline = float("inf")
-        self.campaign_refused = time.monotonic() >= self._election_due
+        self.campaign_refused = raft_clock() >= self._election_due
         if self.campaign_refused and not self._campaign_refusal_logged:
             self._campaign_refusal_logged = True
             logger.error(
@@ -284,17 +314,20 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         why = out_of_range_term(message, self._completed_entries(message))
         if why is not None:
             self.messages_refused += 1
-            now = time.monotonic()
+            now = raft_clock()
             if now - self._refusal_logged_at >= _REFUSAL_LOG_INTERVAL:
                 self._refusal_logged_at = now
                 logger.error("dropped a Raft %s message from %s: %s (%d dropped so far); a term "
                              "no epoch can hold is never adopted", message.get("type"),
                              getattr(node, "address", node), why, self.messages_refused)
             return
-        if message.get("type") in (PRE_VOTE, PRE_VOTE_RESPONSE):
+        kind = message.get("type")
+        if kind in (PRE_VOTE, PRE_VOTE_RESPONSE):
             self._answer_pre_vote(node, message)  # pysyncobj knows neither type
             return
+        voted_before = self._SyncObj__votedForNodeId
         SyncObj._SyncObj__onMessageReceived(self, node, message)
+        self._note_leader_contact(node, message, voted_before)
 
     def _completed_entries(self, message: Any) -> list[Any]:
         """The entry a final piece of a large AppendEntries completes (pysyncobj reassembles it
@@ -312,3 +345,7 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         sync = getattr(self._SyncObj__raftLog, "sync", None)
         if sync is not None:
             sync()
+
+
+def _ids(nodes: set[Any]) -> str:
+    return ", ".join(sorted(str(node) for node in nodes))

@@ -37,6 +37,7 @@ from pysyncobj import (
 
 from chunkraft.controller.raft.callbacks import settle
 from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
+from chunkraft.controller.raft.clock import raft_clock
 from chunkraft.controller.raft.dump import DumpHeader, read_dump, write_dump
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
@@ -508,7 +509,7 @@ class RaftNode:
         response_times: dict[Any, float] = getattr(
             self._syncobj, "_SyncObj__lastResponseTime", {})
         own_index = self._last_log_index()
-        now = time.monotonic()
+        now = raft_clock()  # the clock of pysyncobj's response times
         voters = []
         for address in self.membership.addresses():
             node_id = self.directory.id_of(address)

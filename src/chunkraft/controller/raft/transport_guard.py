@@ -53,6 +53,8 @@ from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
 from pysyncobj.tcp_server import TcpServer
 from pysyncobj.transport import TCPTransport
 
+from chunkraft.controller.raft.clock import raft_clock
+
 __all__ = [
     "APPEND_ENTRIES_BATCH_BYTES",
     "LARGEST_LEGITIMATE_MESSAGE_BYTES",
@@ -295,8 +297,9 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
                 return
             if len(chunk) < size:
                 break  # drained for now: the level-triggered poll says when there is more
-        # pysyncobj's own idle timeout compares this with its clock (time.monotonic), not ours.
-        self._TcpConnection__lastReadTime = time.monotonic()
+        # pysyncobj's own idle timeout compares this with its clock (CLOCK_MONOTONIC_RAW), not
+        # the guard's.
+        self._TcpConnection__lastReadTime = raft_clock()
 
     def _TcpConnection__processParseMessage(self) -> Any:
         inbox = self._inbox

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pysyncobj import SyncObj, SyncObjConf
 
+from chunkraft.controller.raft.clock import raft_clock
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.pre_vote import PreVote
@@ -62,7 +63,7 @@ def _node(events: list[str]) -> tuple[DurableSyncObj, _Journal]:
     node._SyncObj__transport = _Transport(events)
     node._SyncObj__raftCurrentTerm = 1
     node._SyncObj__raftState = 0  # a follower
-    node._SyncObj__raftElectionDeadline = time.monotonic() + 60
+    node._SyncObj__raftElectionDeadline = raft_clock() + 60
     node._SyncObj__raftLeader = "leader"
     node._SyncObj__selfNode = "self"
     node.campaign_refused = False
@@ -231,7 +232,7 @@ def test_a_leaders_message_at_the_last_epoch_clears_the_refusal_until_it_falls_s
         _tick_for(node, 0.3)
         assert node.campaign_refused
         # What pysyncobj does on an AppendEntries of term MAX_EPOCH: a fresh election deadline.
-        node._SyncObj__raftElectionDeadline = time.monotonic() + 0.2
+        node._SyncObj__raftElectionDeadline = raft_clock() + 0.2
         node.doTick(0.0)
         assert not node.campaign_refused
         _tick_for(node, 0.3)  # the leader falls silent: refused again, still no campaign

@@ -16,12 +16,18 @@ from pysyncobj.fast_queue import FastQueue
 from pysyncobj.syncobj import FAIL_REASON
 
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
+from chunkraft.controller.raft.pre_vote import PreVote
 
 
 def _node(leader: bool, commands: list[Any]) -> DurableSyncObj:
     node = DurableSyncObj.__new__(DurableSyncObj)
     node.commands_refused = 0
     node.messages_refused = 0
+    # What the pre-vote bookkeeping reads after pysyncobj's handler: a follower of term 0.
+    node.pre_vote = PreVote()
+    node._SyncObj__votedForNodeId = None
+    node._SyncObj__raftLeader = None
+    node._SyncObj__raftCurrentTerm = 0
     queue: FastQueue = FastQueue(100)
     for command in commands:
         queue.put_nowait(command)

@@ -19,6 +19,7 @@ from pysyncobj import SyncObj
 
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import MAX_EPOCH
+from chunkraft.controller.raft.pre_vote import PreVote
 from chunkraft.controller.raft.term_range import out_of_range_term, term_in_range
 
 ISSUE_24_TERM = 71776119061217291
@@ -74,6 +75,11 @@ def node() -> DurableSyncObj:
     syncobj.messages_refused = 0
     syncobj._refusal_logged_at = float("-inf")
     syncobj._SyncObj__recvTransmission = ""
+    # What the pre-vote bookkeeping reads after pysyncobj's handler: a follower of term 0.
+    syncobj.pre_vote = PreVote()
+    syncobj._SyncObj__votedForNodeId = None
+    syncobj._SyncObj__raftLeader = None
+    syncobj._SyncObj__raftCurrentTerm = 0
     return syncobj
 
 
