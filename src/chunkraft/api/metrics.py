@@ -6,9 +6,10 @@ the process-global one: tests build several apps in one process, and a registry 
 - every HTTP request, counted and timed by a pure-ASGI middleware, labelled by the matched
   route's template (``/v3/clusters/{cluster_id}/topics/{topic_name}``, never the raw path, so
   label cardinality stays bounded by the routes), method and status;
-- the node's state, read when scraped: Raft commit index, leader, leader changes, the Raft
-  thread's tick lag, Raft connections the transport guard closed, metadata offset, image size,
-  writes in flight.
+- the node's state, read when scraped: Raft commit index, leader, this node's own leadership
+  gains and losses, the changes of leader and the term increments it saw, how long the leader
+  has led, the Raft thread's tick lag, Raft connections the transport guard closed, metadata
+  offset, image size, writes in flight.
 
 The middleware keeps its own counters (plain dicts, updated on the event loop thread) and turns
 them into metric families only when scraped: prometheus_client's labelled children take a lock
@@ -244,6 +245,16 @@ class NodeCollector(Collector):
         yield CounterMetricFamily("chunkraft_raft_leader_changes", "Times this node gained or "
                                   "lost the leadership since it started",
                                   value=controller.leader_changes)
+        yield CounterMetricFamily(
+            "chunkraft_raft_leadership_changes", "Times the leader this node knows changed "
+            "(another node, or the same at a higher term) since it started, the first election "
+            "included: 1 in a steady quorum", value=status.leadership_changes)
+        yield CounterMetricFamily(
+            "chunkraft_raft_term_increments", "How far this node's Raft term rose since it "
+            "started (every election raises it by at least 1)", value=status.term_increments)
+        yield _gauge("chunkraft_raft_leader_for_seconds", "How long the leader this node knows "
+                     "has led, as this node saw it (0 with no leader)",
+                     status.leader_for_seconds or 0.0)
         yield _gauge("chunkraft_raft_tick_lag_seconds", "Seconds since the Raft thread last "
                      "ticked; past the election timeout the node is not ready (see /readyz)",
                      status.tick_lag_seconds or 0.0)

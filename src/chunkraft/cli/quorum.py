@@ -80,14 +80,24 @@ def format_status(status: dict[str, Any]) -> str:
         ("CurrentVoters", "[" + ",".join(str(v["node_id"]) for v in status["voters"]) + "]"),
         ("CurrentObservers", "[]"),
     ]
-    # chunkraft's own lines, after Kafka's: whether this node takes traffic, and how long ago
-    # its Raft thread last ticked (a stalled thread is not ready; docs/controller.md).
+    # chunkraft's own lines, after Kafka's: whether this node takes traffic, how long ago its
+    # Raft thread last ticked (a stalled thread is not ready; docs/controller.md), and how
+    # steady the leader has been.
     if "ready" in status:
         reason = status.get("not_ready_reason")
         rows.append(("Ready", "true" if status["ready"] else f"false ({reason})"))
     lag = status.get("tick_lag_seconds")
     if isinstance(lag, int | float):
         rows.append(("RaftTickLagMs", round(lag * 1000)))
+    # How steady the leader is, as the answering node saw it: a quorum that has been steady
+    # since that node started shows 1 change and a term that rose by 1 at most.
+    led = status.get("leader_for_seconds")
+    if isinstance(led, int | float):
+        rows.append(("LeaderForMs", round(led * 1000)))
+    for row, key in (("LeadershipChanges", "leadership_changes"),
+                     ("TermIncrements", "term_increments")):
+        if isinstance(status.get(key), int):
+            rows.append((row, status[key]))
     return "\n".join(f"{name + ':':<22}{value}" for name, value in rows)
 
 

@@ -177,6 +177,10 @@ def test_metrics_show_raft_leadership_and_the_image_size() -> None:
         assert value(found, "chunkraft_metadata_offset") == image.offset
         assert value(found, "chunkraft_raft_leader_changes_total") == (
             node.context.controller.leader_changes)
+        # The in-memory Raft of the unit tests elects once and keeps its leader.
+        assert value(found, "chunkraft_raft_leadership_changes_total") == 1
+        assert value(found, "chunkraft_raft_term_increments_total") == 0
+        assert value(found, "chunkraft_raft_leader_for_seconds") > 0
         assert value(found, "chunkraft_image_size", kind="brokers") == 3
         assert value(found, "chunkraft_image_size", kind="fenced_brokers") == 0
         assert value(found, "chunkraft_image_size", kind="topics") == 1

@@ -74,6 +74,20 @@ def test_format_status_adds_readiness_and_the_raft_tick_lag_after_kafkas_lines()
     ]
 
 
+def test_format_status_ends_with_how_steady_the_leader_has_been() -> None:
+    steady = {**STATUS, "tick_lag_seconds": 0.0123, "leader_for_seconds": 61.2345,
+              "leadership_changes": 1, "term_increments": 1}
+    assert format_status(steady).splitlines()[-4:] == [
+        "RaftTickLagMs:        12",
+        "LeaderForMs:          61234",
+        "LeadershipChanges:    1",
+        "TermIncrements:       1",
+    ]
+    leaderless = {**steady, "leader_for_seconds": None}
+    assert not any(line.startswith("LeaderForMs") for line in
+                   format_status(leaderless).splitlines())
+
+
 def test_format_status_without_follower_progress_says_unknown() -> None:
     alone = {**STATUS, "voters": [STATUS["voters"][0], STATUS["voters"][2]]}
     lines = format_status(alone).splitlines()

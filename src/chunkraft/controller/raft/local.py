@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from chunkraft.controller.raft.entry import EpochOutOfRangeError, ProposedBatch, encode_entry
+from chunkraft.controller.raft.leadership_watch import LeadershipWatch
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, VoterStatus
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 
@@ -32,6 +33,8 @@ class LocalRaft:
         self._commit_failed = False
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
+        self.leadership = LeadershipWatch()
+        self.leadership.observe(self._epoch, node_id)
 
     def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
         future: Future[tuple[BatchOutcome, ...]] = Future()
@@ -67,6 +70,7 @@ class LocalRaft:
             self._leader = leader
             if leader and changed:
                 self._epoch += 1
+            self.leadership.observe(self._epoch, self.node_id if leader else None)
         if changed:
             for listener in self._leadership_listeners:
                 listener(leader)
@@ -92,6 +96,9 @@ class LocalRaft:
             high_watermark=self.state_machine.image.offset + 1,
             voters=(VoterStatus(self.node_id, "local", self._index, 0, 0, True),),
             failure=self.state_machine.failure,
+            leadership_changes=self.leadership.leadership_changes,
+            term_increments=self.leadership.term_increments,
+            leader_for_seconds=self.leadership.leader_for(),
         )
 
     def add_apply_listener(self, listener: Callable[[], None]) -> None:

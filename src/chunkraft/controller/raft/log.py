@@ -63,6 +63,13 @@ class QuorumStatus:
     campaign_refused: bool = False
     """This node is at term MAX_EPOCH (the largest int32 epoch), has heard from no leader for
     an election timeout, and will not start an election past it (issue 24)."""
+    leadership_changes: int = 0
+    """Times the leader this node knows changed (another node, or a new term), the first
+    election included: 1 in a quorum that has been steady since this node started."""
+    term_increments: int = 0
+    """How far this node's Raft term rose since it started."""
+    leader_for_seconds: float | None = None
+    """How long the leader known now has led, as this node saw it; None without a leader."""
 
     @property
     def raft_thread_stalled(self) -> bool:

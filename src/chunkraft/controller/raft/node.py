@@ -49,6 +49,7 @@ from chunkraft.controller.raft.entry import (
 )
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.journal_file import prepare_journal_file
+from chunkraft.controller.raft.leadership_watch import LeadershipWatch
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
 from chunkraft.controller.raft.membership import (
     JOINING_MARKER,
@@ -183,6 +184,8 @@ class RaftNode:
         # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
         # that misses an election timeout of ticks starts an election, a leader loses followers.
         self.ticks = TickWatch(settings.election_timeout_max, on_stall=self._log_stall)
+        self.leadership = LeadershipWatch()
+        """Leadership changes and term increments this node saw (observed on every tick)."""
         self.dumps_written = 0
         self.export_process: Any = None
         """The last snapshot export started (a Popen), for tests; None before any."""
@@ -463,6 +466,11 @@ class RaftNode:
 
     def _after_tick(self) -> None:
         self.ticks.tick()
+        term = int(self._syncobj.raftCurrentTerm)
+        if self.leadership.observe(term, self._syncobj._getLeader()):
+            logger.info("the leader is node %s at Raft term %d (leadership change %d since this "
+                        "node started, term +%d)", self.leader_id(), term,
+                        self.leadership.leadership_changes, self.leadership.term_increments)
         self.membership.run_actions()
         if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
                 and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
@@ -542,6 +550,9 @@ class RaftNode:
             tick_lag_seconds=round(self.ticks.lag(), 3),
             tick_lag_limit_seconds=self.ticks.limit,
             campaign_refused=bool(getattr(self._syncobj, "campaign_refused", False)),
+            leadership_changes=self.leadership.leadership_changes,
+            term_increments=self.leadership.term_increments,
+            leader_for_seconds=_rounded(self.leadership.leader_for()),
         )
 
     def transport_closed_counts(self) -> dict[str, int]:
@@ -579,3 +590,7 @@ def _call_safely(listener: Callable[..., None], *args: Any) -> None:
         listener(*args)
     except Exception:  # a listener must never take the Raft thread down
         logger.exception("a Raft listener failed")
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
