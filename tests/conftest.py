@@ -72,3 +72,44 @@ else:
         if config.getvalue("dist") != "loadgroup":
             return None  # xdist's own scheduler for the other modes
         return ProcessGroupScheduling(config, log)
+
+
+# ------------------------------------------------------------------ a steady leader, checked
+
+LEADER_CHANGES = "leader_changes"
+"""The marker of a test that moves the controllers' leader on purpose (see pyproject.toml)."""
+
+
+def _quorums_of(item: pytest.Item) -> list[Any]:
+    """The running local quorums among the test's fixtures (LocalCluster objects)."""
+    from chunkraft.deploy.local_cluster import LocalCluster
+
+    funcargs = getattr(item, "funcargs", {})
+    found: list[Any] = []
+    for value in funcargs.values():
+        if isinstance(value, LocalCluster) and all(value is not seen for seen in found):
+            found.append(value)
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Every test that runs on a real quorum (a LocalCluster fixture) fails if the quorum's
+    leader or term moved while it ran, unless it is marked ``leader_changes``: a steady quorum
+    elects once and keeps its leader, and the clients' retries of NOT_CONTROLLER would
+    otherwise hide a flapping one (they did, for a week)."""
+    from chunkraft.deploy.steady_leader import leadership_moved
+
+    watched = [] if item.get_closest_marker(LEADER_CHANGES) else _quorums_of(item)
+    before = [cluster.leadership() for cluster in watched]
+    result = yield
+    for cluster, first in zip(watched, before, strict=True):
+        if not first.nodes:
+            continue  # nothing answered at the start: nothing to compare
+        moved = leadership_moved(first, cluster.leadership())
+        if moved is not None:
+            raise AssertionError(
+                f"the quorum under {cluster.base_dir} did not keep its leader while the test "
+                f"ran: {moved}. Mark the test leader_changes if it moves the leader on "
+                f"purpose; otherwise the controllers' logs say why (search 'the leader is')")
+    return result

@@ -45,6 +45,10 @@ class Consumer(ConsumerMembership):
     token and TLS verification of every request. ``isolation_level`` "read_committed" hides
     aborted transactions and stops at the last stable offset. ``enable_auto_commit`` commits the
     positions every ``auto_commit_interval_ms`` during :meth:`poll` and at :meth:`close`.
+    ``default_api_timeout_ms`` (Kafka's ``default.api.timeout.ms``, 60 s) bounds an offset
+    lookup: a seek, a reset or a timestamp lookup retries with fresh metadata (a leader that
+    moved or restarted) until it answers, and raises :class:`ConsumerError` naming the last
+    failure only once that much time has passed.
     """
 
     def unsubscribe(self) -> None:

@@ -71,6 +71,7 @@ class ConsumerCore:
                  max_poll_records: int = 500, fetch_max_bytes: int = 1024 * 1024,
                  session_timeout_ms: int = 10_000, token: str | None = None,
                  verify: ssl.SSLContext | bool = True, request_timeout_s: float = 30.0,
+                 default_api_timeout_ms: int = 60_000,
                  metadata: ClusterMetadata | None = None) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError(f"auto_offset_reset must be earliest or latest, "
@@ -90,6 +91,12 @@ class ConsumerCore:
         self._token = token
         self._verify = verify
         self._timeout = request_timeout_s
+        if default_api_timeout_ms <= 0:
+            raise ValueError(f"default_api_timeout_ms must be positive, got "
+                             f"{default_api_timeout_ms}")
+        self.default_api_timeout_s = default_api_timeout_ms / 1000
+        """How long an offset lookup (seeks, resets, timestamps) retries, refreshing the
+        metadata between tries, before it raises: Kafka's ``default.api.timeout.ms``."""
         self._own_metadata = metadata is None
         self.metadata = metadata or ClusterMetadata(urls, token=token, verify=verify,
                                                     timeout=request_timeout_s)

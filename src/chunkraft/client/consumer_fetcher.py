@@ -128,6 +128,8 @@ class StreamFetcher:
         self.client_id = client_id
         self.isolation_level = isolation_level
         self.max_bytes = max_bytes
+        self.last_failure: str | None = None
+        """Why the last offset lookup that failed did (for the error a caller raises)."""
 
     def route(self, stream: FetchStream) -> ChunkRoute | Outcome:
         info = self._partition_of(stream.topic, stream.partition)
@@ -207,22 +209,29 @@ class StreamFetcher:
     def list_offset(self, topic: str, partition: int, timestamp: int,
                     broker_id: int | None = None) -> int | None:
         """ListOffsets of one partition on ``broker_id`` (default: the active chunk's leader):
-        the offset, -1 when the broker found none, None when it failed (refresh, retry)."""
+        the offset, -1 when the broker found none, None when it failed (refresh, retry; the
+        reason is in :attr:`last_failure`)."""
         if broker_id is None:
             info = self._partition_of(topic, partition)
             if info is None or info.leader < 0:
+                self.last_failure = (f"{topic}-{partition} is not in the metadata" if info is None
+                                     else f"{topic}-{partition} has no leader")
                 return None
             broker_id = info.leader
         client = self._client_for(broker_id)
         if client is None:
+            self.last_failure = f"broker {broker_id} is not in the metadata"
             return None
         try:
             answer = client.list_offsets(list_offsets_request(
                 topic, partition, timestamp, isolation_level=self.isolation_level))
-        except (httpx.TransportError, BrokerClientError):
+        except (httpx.TransportError, BrokerClientError) as error:
+            self.last_failure = f"broker {broker_id}: {error or type(error).__name__}"
             return None
         result = answer.topics[0].partitions[0]
         if result.error_code:
+            self.last_failure = (f"broker {broker_id} answered "
+                                 f"{Errors.for_code(result.error_code).name}")
             return None
         return result.offset
 

@@ -8,7 +8,7 @@ Positions start at the group's committed offsets (range offsets for key ranges),
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from chunkraft.client.consumer_core import (
     MEMBERSHIP_ERRORS,
@@ -72,38 +72,57 @@ class ConsumerOffsets(ConsumerCore):
 
     def _seek_by_list_offsets(self, tp: TopicPartition, timestamp: int) -> None:
         streams = self._streams_of(tp)
-        for attempt in range(20):
+        deadline = time.monotonic() + self.default_api_timeout_s
+        attempt = 0
+        while True:
             if attempt or self.metadata.partition(*tp) is None:
-                self._refresh(force=attempt == 0)
+                self._refresh(force=True)  # the leader may have moved or restarted
             offset = self._fetcher.list_offset(tp[0], tp[1], timestamp)
             if offset is not None and offset >= 0:
                 for stream in streams:
                     stream.seek(offset)
                 return
-            time.sleep(min(0.05 * (attempt + 1), 0.5))
-        raise ConsumerError(f"no offset for {tp[0]}-{tp[1]} at timestamp {timestamp}")
+            attempt += 1
+            self._pause_before_retry(attempt, deadline, lambda: (
+                f"no offset for {tp[0]}-{tp[1]} at timestamp {timestamp}"))
+
+    def _pause_before_retry(self, attempt: int, deadline: float,
+                            what: Callable[[], str]) -> None:
+        """Sleeps before lookup ``attempt + 1`` (50 ms more each time, at most 1 s), or raises
+        ConsumerError (``what()``, the attempts made, the last failure) when the
+        ``default_api_timeout_ms`` ending at ``deadline`` would pass first."""
+        pause = min(0.05 * attempt, 1.0)
+        if time.monotonic() + pause > deadline:
+            raise ConsumerError(
+                f"{what()}: {attempt} lookup(s) in {self.default_api_timeout_s:g} s "
+                f"(default_api_timeout_ms) failed; the last: "
+                f"{self._fetcher.last_failure or 'the broker found none'}")
+        time.sleep(pause)
 
     def seek_to_timestamp(self, tp: TopicPartition, timestamp_ms: int) -> int:
         """Positions ``tp`` at its first record whose timestamp is >= ``timestamp_ms``, looking
         through the inactive chunks (on their replicas) before the active chunk; at the end
-        when no record is that late. Returns the offset."""
+        when no record is that late. Returns the offset. Retries with fresh metadata until the
+        active chunk's leader answers (``default_api_timeout_ms``)."""
         streams = self._streams_of(tp)
+        deadline = time.monotonic() + self.default_api_timeout_s
         found: int | None = None
-        for attempt in range(3):
-            if attempt:
-                time.sleep(0.2 * attempt)
+        attempt = 0
+        while True:
             # Fresh metadata each time: a broker's image may not have had the latest cut yet.
             self._refresh(force=True)
             info = self.metadata.partition(*tp)
-            if info is None:
-                continue
-            found = self._offset_in_chunks(tp, info, timestamp_ms)
-            if found is None:
+            if info is not None:
+                found = self._offset_in_chunks(tp, info, timestamp_ms)
+                if found is not None:
+                    break
                 offset = self._fetcher.list_offset(tp[0], tp[1], timestamp_ms)
-                if offset is None:
-                    continue  # the leader did not answer: try again
-                found = offset if offset >= 0 else None
-            break
+                if offset is not None:  # the leader answered: -1 is "no record that late"
+                    found = offset if offset >= 0 else None
+                    break
+            attempt += 1
+            self._pause_before_retry(attempt, deadline, lambda: (
+                f"no answer for {tp[0]}-{tp[1]} at timestamp {timestamp_ms}"))
         if found is None:
             self._seek_by_list_offsets(tp, LATEST_TIMESTAMP)
             return streams[0].fetch_offset

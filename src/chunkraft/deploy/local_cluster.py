@@ -60,6 +60,7 @@ from chunkraft.deploy.node_process import (
     spawn_node,
     write_private,
 )
+from chunkraft.deploy.steady_leader import LeadershipSample, sample_leadership
 from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security import credentials
 from chunkraft.security.certificates import Issued, issue_certificate, make_ca
@@ -486,6 +487,11 @@ class LocalCluster:
             return dict(answer.json()) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
+
+    def leadership(self, timeout: float = 2.0) -> LeadershipSample:
+        """What every running controller says of the leader and its changes (steady_leader)."""
+        return sample_leadership({n.node_id: n.url for n in self.nodes.values() if n.running},
+                                 headers=self.headers, verify=self.verify, timeout=timeout)
 
     def leader_id(self, timeout: float = 2.0) -> int | None:
         """The leader every running node that answers agrees on, or None."""

@@ -29,6 +29,10 @@ class FakeCluster:
     fetches: list[tuple[int, int, int, Any]] = field(default_factory=list)
     commits: list[dict[str, Any]] = field(default_factory=list)
     committed: dict[str, Any] = field(default_factory=lambda: {"committed_offset": -1})
+    list_offsets_failures: int = 0
+    """ListOffsets answers NOT_LEADER_OR_FOLLOWER this many times first (a leader that moved
+    or restarted)."""
+    list_offsets_asked: int = 0
 
     def metadata(self) -> dict[str, Any]:
         leader = 1 if self.leader_moves <= 0 else 2
@@ -94,6 +98,12 @@ class FakeCluster:
                                                             "partitions": [part]}]})
         if path == "list-offsets":
             want = body["topics"][0]["partitions"][0]
+            self.list_offsets_asked += 1
+            if self.list_offsets_failures > 0:
+                self.list_offsets_failures -= 1
+                return httpx.Response(200, json={"topics": [{"name": "t", "partitions": [
+                    {"partition_index": want["partition_index"], "offset": -1,
+                     "error_code": Errors.NOT_LEADER_OR_FOLLOWER.code}]}]})
             offset = 0 if want["timestamp"] == -2 else self.records[want["partition_index"]]
             return httpx.Response(200, json={"topics": [{"name": "t", "partitions": [
                 {"partition_index": want["partition_index"], "offset": offset}]}]})

@@ -1,0 +1,104 @@
+"""Whether a quorum kept its leader over a window: sampled from every controller's own counts.
+
+A steady quorum elects once and keeps its leader; a test or a benchmark that measures a steady
+state is valid only if nothing moved while it ran. :func:`sample_leadership` asks each
+controller's ``/controller/v1/quorum`` for the leader it knows, its Raft term and how many
+changes of leader it has seen (``chunkraft_raft_leadership_changes``); :func:`leadership_moved`
+compares two samples and names what moved, or returns None when nothing did.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+
+__all__ = ["LeadershipSample", "NodeLeadership", "leadership_moved", "sample_leadership"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLeadership:
+    """What one controller said of the leadership."""
+
+    leader_id: int | None
+    epoch: int
+    leadership_changes: int
+    term_increments: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipSample:
+    """One answer per controller that answered (node id -> what it said)."""
+
+    nodes: Mapping[int, NodeLeadership]
+
+    def leaders(self) -> set[int | None]:
+        return {node.leader_id for node in self.nodes.values()}
+
+    def summary(self) -> str:
+        return ", ".join(f"node {node_id}: leader {seen.leader_id} at term {seen.epoch}"
+                         for node_id, seen in sorted(self.nodes.items()))
+
+    def as_json(self) -> dict[str, object]:
+        return {str(node_id): {"leader_id": seen.leader_id, "epoch": seen.epoch,
+                               "leadership_changes": seen.leadership_changes,
+                               "term_increments": seen.term_increments}
+                for node_id, seen in sorted(self.nodes.items())}
+
+
+def sample_leadership(urls: Mapping[int, str], *, headers: Mapping[str, str] | None = None,
+                      verify: ssl.SSLContext | bool = True,
+                      timeout: float = 2.0) -> LeadershipSample:
+    """Each controller's view (``urls``: node id -> HTTP base URL); a controller that does not
+    answer, or answers without these fields (not ready, refused), is left out."""
+    nodes: dict[int, NodeLeadership] = {}
+    for node_id, url in urls.items():
+        try:
+            answer = httpx.get(f"{url}/controller/v1/quorum", timeout=timeout,
+                               headers=dict(headers or {}), verify=verify)
+            body = answer.json() if answer.status_code == 200 else None
+        except (httpx.HTTPError, json.JSONDecodeError):
+            continue
+        if not isinstance(body, dict):
+            continue
+        leader = body.get("leader_id")
+        epoch, changes = body.get("epoch"), body.get("leadership_changes")
+        increments = body.get("term_increments")
+        if not (isinstance(epoch, int) and isinstance(changes, int)
+                and isinstance(increments, int)):
+            continue
+        nodes[node_id] = NodeLeadership(leader if isinstance(leader, int) else None, epoch,
+                                        changes, increments)
+    return LeadershipSample(nodes)
+
+
+def leadership_moved(before: LeadershipSample, after: LeadershipSample) -> str | None:
+    """What moved between two samples of the same quorum, in words, or None if nothing did.
+
+    Moved means: a controller answering in both saw another leader or term, or counted changes
+    of leader in between; or the controllers of one sample did not agree on one leader. A
+    controller that answered in only one sample is compared on the others' counts alone (it
+    restarted, or stopped answering: the caller knows whether it meant to)."""
+    problems: list[str] = []
+    for name, sample in (("at the start", before), ("at the end", after)):
+        leaders = sample.leaders()
+        if len(leaders) > 1 or None in leaders:
+            problems.append(f"the controllers did not agree on a leader {name} "
+                            f"({sample.summary()})")
+    changes = 0
+    rises = 0
+    for node_id, first in sorted(before.nodes.items()):
+        last = after.nodes.get(node_id)
+        if last is None or last.leadership_changes < first.leadership_changes:
+            continue  # not answering now, or restarted (its counts began again)
+        changes = max(changes, last.leadership_changes - first.leadership_changes)
+        rises = max(rises, last.term_increments - first.term_increments)
+        if (last.leader_id, last.epoch) != (first.leader_id, first.epoch):
+            problems.append(f"node {node_id} saw leader {first.leader_id} at term "
+                            f"{first.epoch}, then leader {last.leader_id} at term {last.epoch}")
+    if changes or rises:
+        problems.insert(0, f"{changes} leadership change(s) and a term {rises} higher")
+    return "; ".join(problems) if problems else None
