@@ -143,6 +143,10 @@ class Producer(ProducerSender):
             self._wake()
             with self._done:
                 while self._unfinished > 0:
+                    if not self._thread.is_alive():
+                        raise ProducerError(f"flush: the sender has stopped with "
+                                            f"{self._unfinished} records unfinished: "
+                                            f"{self._fatal or 'closed'}")
                     remaining = None if ends is None else ends - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise ProducerError(f"flush: {self._unfinished} records still "

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import logging
 import ssl
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,6 +30,8 @@ from chunkraft.client.partitioner import StickyPartitioner
 from chunkraft.client.producer_batches import ProducerBatch, ProducerError
 from chunkraft.client.producer_rpc import BrokerRpc
 from chunkraft.error_codes import Errors
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["FENCED", "PartitionState", "ProducerCore", "TxnState"]
 
@@ -126,6 +130,9 @@ class ProducerCore:
         self._txn_error: BaseException | None = None
         self._fatal: BaseException | None = None
         self._stopping = False
+        self._executor_gone: RuntimeError | None = None
+        """Set (loop thread) when a worker thread could not be had: the interpreter is exiting,
+        and the sender stops instead of retrying for ever (see _refresh)."""
         self._rpc_options = {"token": token, "verify": verify,
                              "timeout": request_timeout_ms / 1000 + 5,
                              "retry_backoff": self.retry_backoff, "transport": async_transport}
@@ -140,6 +147,10 @@ class ProducerCore:
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self._loop)
+        # The producer's own worker thread for metadata refreshes (a blocking httpx call),
+        # shut down with the loop: nothing of the producer outlives close().
+        self._refresher = ThreadPoolExecutor(max_workers=1,
+                                             thread_name_prefix=f"{self.client_id}-metadata")
         self._wake_event = asyncio.Event()
         self._rpc = BrokerRpc(**self._rpc_options)  # type: ignore[arg-type]
         self._sender_task = self._loop.create_task(self._sender())
@@ -157,6 +168,7 @@ class ProducerCore:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._rpc.aclose()
+        self._refresher.shutdown(wait=False)
 
     def _call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Runs ``coroutine`` on the sender's loop and waits for its result."""
@@ -201,10 +213,19 @@ class ProducerCore:
             self._refresh_task = self._loop.create_task(self._refresh())
 
     async def _refresh(self) -> None:
+        """One metadata refresh in the producer's worker thread. It never ends in an exception
+        (a task's exception nobody retrieves is only printed when it is collected): a refresh
+        that fails is retried after ``retry_backoff_ms``; one that cannot even start because
+        the interpreter is exiting (the executors refuse work) stops the sender."""
         try:
-            await self._loop.run_in_executor(None, self.metadata.refresh)
+            await self._loop.run_in_executor(self._refresher, self.metadata.refresh)
             self._refreshes += 1
         except MetadataUnavailableError:
+            await asyncio.sleep(self.retry_backoff)
+        except RuntimeError as error:  # "cannot schedule new futures after (interpreter) shutdown"
+            self._executor_gone = error
+        except Exception:
+            logger.warning("%s: metadata refresh failed", self.client_id, exc_info=True)
             await asyncio.sleep(self.retry_backoff)
         self._wake_event.set()
 

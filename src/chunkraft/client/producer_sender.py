@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import logging
 import time
 from collections import deque
 
@@ -54,6 +55,8 @@ another connection lands meanwhile); beyond, the sequence is lost and the batch 
 
 
 
+logger = logging.getLogger(__name__)
+
 class ProducerSender(ProducerTransactions):
     """:class:`ProducerTransactions` plus the sender's loop and what it does each round; every
     method here runs on the event loop thread only."""
@@ -61,6 +64,9 @@ class ProducerSender(ProducerTransactions):
     async def _sender(self) -> None:
         while True:
             timeout = self._drain()
+            if self._executor_gone is not None:
+                self._stop_at_interpreter_exit(self._executor_gone)
+                return
             if self._stopping and not self._states_busy():
                 return
             try:
@@ -361,6 +367,18 @@ class ProducerSender(ProducerTransactions):
                 self._txn_error = self._txn_error or error
                 batch.fail(error)
                 self._finished(len(batch))
+
+    def _stop_at_interpreter_exit(self, why: RuntimeError) -> None:
+        """The interpreter is exiting (no worker thread can be had): every record still queued
+        fails, the producer refuses new ones, and the sender ends (once, logged once) instead
+        of retrying what can no longer succeed."""
+        error = ProducerError(f"the producer stopped: the Python interpreter is exiting "
+                              f"({why}); close() the producer before the program ends")
+        logger.warning("%s: %s", self.client_id, error)
+        self._fatal = self._fatal or error
+        self._stopping = True
+        self._drain()  # every open batch too, as closing does
+        self._fail_everything(error)
 
     def _fail_everything(self, error: ProducerError) -> None:
         """A failure of the producer itself (no producer id, fenced): every queued record
