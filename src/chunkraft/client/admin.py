@@ -24,6 +24,7 @@ error name and message.
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections.abc import Sequence
@@ -105,6 +106,7 @@ class AdminClient:
         self.max_attempts = max(1, max_attempts if max_attempts is not None
                                 else len(self.urls) * (int(retry_for) + 10))
         self.wait_ms = wait_ms
+        self.timeout = timeout
         self.last_offset = -1
         self._next = 0
         self._cluster_id: str | None = None
@@ -150,7 +152,8 @@ class AdminClient:
             url = self.urls[self._next % len(self.urls)]
             try:
                 answer = self._http.request(method, url + path, json=body, params=params,
-                                            headers=headers)
+                                            headers=headers, timeout=self._attempt_timeout(
+                                                deadline))
             except httpx.ConnectError as error:
                 refused_in_a_row += 1
                 failures.append(f"{url}: {_transport_reason(error)}")
@@ -181,6 +184,14 @@ class AdminClient:
             raise last_error
         raise AdminError(None, "NETWORK_EXCEPTION",
                          "no controller answered: " + "; ".join(_dedupe(failures)[-4:]))
+
+    def _attempt_timeout(self, deadline: float) -> httpx.Timeout:
+        """One attempt's timeout: ``timeout``, but not past the request's ``retry_for``
+        deadline (rounded up to whole seconds, at least 1 s, so a last attempt can still be
+        answered). Without the cap, a write that could not commit answered only after several
+        whole timeouts (121 s seen for a createPartitions under load)."""
+        total = min(self.timeout, max(math.ceil(deadline - time.monotonic()), 1))
+        return httpx.Timeout(total, connect=min(total, CONNECT_TIMEOUT_S))
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON object a GET of ``path`` answers."""

@@ -281,7 +281,15 @@ class QuorumController:
             earlier = self.raft.state_machine.outcome_of(key)
             if earlier is not None:
                 return self._committed(earlier, response_type)
-            async with self._write_lock:
+            try:  # the lock too is waited for within the write's deadline (no task: a free
+                # lock is taken at once, so concurrent writes still group into one entry)
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                    await self._write_lock.acquire()
+            except TimeoutError:
+                raise ApiException(Errors.REQUEST_TIMED_OUT, "earlier writes held the "
+                                   "controller's write lock past this request's timeout; "
+                                   "retry") from None
+            try:
                 base = await self._speculative_image(deadline)
                 # Again, now that earlier entries (a barrier, an attempt proposed before a
                 # failover) have applied: a retry must get the first outcome, not be validated
@@ -314,6 +322,8 @@ class QuorumController:
                         continue
                     else:
                         pending = self._stage_all(staged, result.response)
+            finally:
+                self._write_lock.release()
             if refusal is not None:
                 if await self._all_committed(ahead, deadline):
                     return WriteResult(refusal, base.offset, False)

@@ -5,6 +5,7 @@ client's one network boundary)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import httpx
@@ -294,3 +295,21 @@ def test_an_election_longer_than_twenty_attempts_is_waited_out_within_the_deadli
     with client(handler) as admin:
         assert admin.get("/v3/clusters") == CLUSTERS
     assert len(calls) == 41
+
+
+def test_a_write_that_times_out_again_and_again_answers_within_retry_for() -> None:
+    """Each attempt gets what is left of retry_for (rounded up to whole seconds), not a whole
+    timeout: a createPartitions that could not commit once answered after 121 s."""
+    read_timeouts: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        read_timeouts.append(request.extensions["timeout"]["read"])
+        time.sleep(0.4)  # as if it waited that long, then timed out
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    started = time.monotonic()
+    with client(handler, timeout=30.0, retry_for=2.0) as admin, pytest.raises(AdminError):
+        admin.write("POST", "/v3/clusters/c/topics:create-partitions", {"data": []})
+    assert time.monotonic() - started < 3.5
+    assert read_timeouts[0] == 2.0 and all(t <= 2.0 for t in read_timeouts)
+    assert len(read_timeouts) >= 3

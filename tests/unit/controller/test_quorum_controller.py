@@ -490,3 +490,23 @@ def test_a_staged_image_is_not_taken_for_other_records_under_the_same_key() -> N
     raft.propose([other]).result()
     image = raft.state_machine.image
     assert image is not staged_image and image.topics.get_by_name("other") is not None
+
+
+def test_a_write_waiting_behind_the_write_lock_times_out_within_its_deadline() -> None:
+    async def body(controller: QuorumController) -> None:
+        await controller._write_lock.acquire()  # an earlier write that does not finish
+        try:
+            started = time.monotonic()
+            with pytest.raises(ApiException) as raised:
+                await controller.write(create_topic("late"), TopicResponse,
+                                       idempotency_key=key(9), timeout=0.3)
+            assert raised.value.error is Errors.REQUEST_TIMED_OUT
+            assert time.monotonic() - started < 1.0
+        finally:
+            controller._write_lock.release()
+        assert controller.image.topics.get_by_name("late") is None  # nothing was proposed
+        done = await controller.write(create_topic("later"), TopicResponse,
+                                      idempotency_key=key(10))
+        assert done.committed  # the lock is free again
+
+    run(LocalRaft(), body)
