@@ -4,19 +4,30 @@ A steady quorum elects once and keeps its leader; a test or a benchmark that mea
 state is valid only if nothing moved while it ran. :func:`sample_leadership` asks each
 controller's ``/controller/v1/quorum`` for the leader it knows, its Raft term and how many
 changes of leader it has seen (``chunkraft_raft_leadership_changes``); :func:`leadership_moved`
-compares two samples and names what moved, or returns None when nothing did.
+compares two samples and names what moved, or returns None when nothing did;
+:func:`leaderships_in_logs` reads every leader the controllers logged (across restarts), for
+a count of elections over a whole run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
-__all__ = ["LeadershipSample", "NodeLeadership", "leadership_moved", "sample_leadership"]
+__all__ = [
+    "LEADER_LINE",
+    "LeadershipSample",
+    "NodeLeadership",
+    "leadership_moved",
+    "leaderships_in_logs",
+    "sample_leadership",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +113,20 @@ def leadership_moved(before: LeadershipSample, after: LeadershipSample) -> str |
     if changes or rises:
         problems.insert(0, f"{changes} leadership change(s) and a term {rises} higher")
     return "; ".join(problems) if problems else None
+
+
+LEADER_LINE = re.compile(r"the leader is node (\S+) at Raft term (\d+)")
+"""What a controller logs each time it sees a new leader (``controller/raft/node.py``)."""
+
+
+def leaderships_in_logs(paths: Iterable[Path]) -> set[tuple[str, int]]:
+    """Every (leader, term) the controllers logged as a new leader: one per election that
+    produced a leader, however many nodes saw it, across restarts (the logs are appended)."""
+    seen: set[tuple[str, int]] = set()
+    for path in paths:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        seen.update((leader, int(term)) for leader, term in LEADER_LINE.findall(text))
+    return seen
