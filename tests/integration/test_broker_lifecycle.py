@@ -68,6 +68,7 @@ def test_brokers_register_with_their_http_listener_and_are_unfenced(
         assert status["cluster_id"] == brokers.cluster_id
 
 
+@pytest.mark.leader_changes("kills the controller leader")
 def test_brokers_follow_the_new_leader_after_kill_9_of_the_controller_leader(
         brokers: LocalCluster) -> None:
     leader = brokers.leader_id()

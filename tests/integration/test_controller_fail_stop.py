@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from chunkraft.controller.raft.checked_journal import encode_journal, journal_records, read_header
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION
@@ -67,6 +69,7 @@ def wait_exit(cluster: LocalCluster, node_id: int, timeout: float = 60.0) -> int
     return int(process.returncode)
 
 
+@pytest.mark.leader_changes("forces a second history from a new leader")
 def test_a_node_whose_applied_entries_conflict_with_the_leader_fail_stops_and_resyncs(
         quorum: LocalCluster) -> None:
     cluster = quorum

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from chunkraft.deploy.local_cluster import LocalCluster
 from tests.support.cluster_client import (
     ClusterClient,
@@ -213,6 +215,7 @@ def check_image(client: ClusterClient, streams: list[Stream], url: str, min_offs
 # ------------------------------------------------------------------ tests
 
 
+@pytest.mark.leader_changes("kills the leader")
 def test_leader_kill_during_writes_loses_nothing_and_applies_nothing_twice(
         quorum: LocalCluster) -> None:
     cluster = quorum
@@ -245,6 +248,7 @@ def test_leader_kill_during_writes_loses_nothing_and_applies_nothing_twice(
         check_image(client, streams, cluster.nodes[leader].url, converged.offset)
 
 
+@pytest.mark.leader_changes("kills every controller")
 def test_whole_quorum_kill_during_writes_loses_nothing_acknowledged(
         quorum: LocalCluster) -> None:
     cluster = quorum

@@ -169,6 +169,7 @@ def test_a_dead_controller_is_replaced_under_load_with_no_failed_admin_operation
     wait_converged(cluster, list(cluster.nodes), timeout=60)
 
 
+@pytest.mark.leader_changes("removes the leader")
 def test_removing_the_leader_hands_leadership_over_first(quorum: LocalCluster) -> None:
     cluster = quorum
     leader = cluster.wait_ready(timeout=30)

@@ -46,6 +46,7 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalClu
                 print(f"---- {node.log_path}:\n{log_tail(node.log_path)}")
 
 
+@pytest.mark.leader_changes("restarts every controller")
 def test_nothing_acknowledged_is_lost_duplicated_or_failed_through_a_rolling_restart(
         cluster: LocalCluster) -> None:
     with AdminClient(cluster.urls, CommandConfig(token=cluster.admin_token)) as admin:

@@ -251,7 +251,8 @@ class NodeCollector(Collector):
             "included: 1 in a steady quorum", value=status.leadership_changes)
         yield CounterMetricFamily(
             "chunkraft_raft_term_increments", "How far this node's Raft term rose since it "
-            "started (every election raises it by at least 1)", value=status.term_increments)
+            "first knew a leader (every later election raises it by at least 1)",
+            value=status.term_increments)
         yield _gauge("chunkraft_raft_leader_for_seconds", "How long the leader this node knows "
                      "has led, as this node saw it (0 with no leader)",
                      status.leader_for_seconds or 0.0)

@@ -38,6 +38,8 @@ class NodeLeadership:
     epoch: int
     leadership_changes: int
     term_increments: int
+    incarnation: str | None = None
+    """The node's process incarnation: another one means it restarted in between."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +83,10 @@ def sample_leadership(urls: Mapping[int, str], *, headers: Mapping[str, str] | N
         if not (isinstance(epoch, int) and isinstance(changes, int)
                 and isinstance(increments, int)):
             continue
+        incarnation = body.get("incarnation")
         nodes[node_id] = NodeLeadership(leader if isinstance(leader, int) else None, epoch,
-                                        changes, increments)
+                                        changes, increments,
+                                        incarnation if isinstance(incarnation, str) else None)
     return LeadershipSample(nodes)
 
 
@@ -103,7 +107,8 @@ def leadership_moved(before: LeadershipSample, after: LeadershipSample) -> str |
     rises = 0
     for node_id, first in sorted(before.nodes.items()):
         last = after.nodes.get(node_id)
-        if last is None or last.leadership_changes < first.leadership_changes:
+        if (last is None or last.incarnation != first.incarnation
+                or last.leadership_changes < first.leadership_changes):
             continue  # not answering now, or restarted (its counts began again)
         changes = max(changes, last.leadership_changes - first.leadership_changes)
         rises = max(rises, last.term_increments - first.term_increments)

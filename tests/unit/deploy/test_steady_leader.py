@@ -57,3 +57,15 @@ def test_the_logs_give_one_leadership_per_election_across_nodes_and_restarts(
     (tmp_path / "b.log").write_text(line.format(2, 1) + line.format(3, 4))
     assert leaderships_in_logs([tmp_path / "a.log", tmp_path / "b.log", tmp_path / "none"]) == {
         ("2", 1), ("3", 4)}
+
+
+def test_a_node_that_restarted_in_between_is_left_out_by_its_incarnation() -> None:
+    def node(increments: int, incarnation: str) -> NodeLeadership:
+        return NodeLeadership(1, 3, 1, increments, incarnation)
+
+    first = LeadershipSample({1: node(0, "a"), 2: node(0, "b")})
+    # Node 2 restarted from an empty Raft directory: new incarnation, its own counts.
+    later = LeadershipSample({1: node(0, "a"), 2: node(2, "c")})
+    assert leadership_moved(first, later) is None
+    moved = LeadershipSample({1: node(2, "a"), 2: node(0, "b")})
+    assert leadership_moved(first, moved) == "0 leadership change(s) and a term 2 higher"

@@ -9,6 +9,7 @@ the GIL).
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Hashable
 
@@ -23,14 +24,17 @@ class LeadershipWatch:
       too, so an idle quorum shows 1). A moment with no leader known (an election in progress)
       is not a change by itself; the leader that comes out of it is one unless it is the same
       node at the same term.
-    - :attr:`term_increments`: by how much this node's term rose since the watch began (the
-      term it started with is the base).
+    - :attr:`term_increments`: by how much this node's term rose since it first knew a leader
+      (the term of that leader is the base: a node that restarts or joins adopts the quorum's
+      term without any election, and that is not counted; 0 in a quorum steady since then).
     - :meth:`leader_for`: seconds since the current leader (node and term) was first seen;
       None while no leader is known.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
+        self.incarnation = secrets.token_hex(8)
+        """Random, one per watch (so per process): tells a restarted node's counts apart."""
         self.leadership_changes = 0
         self.term_increments = 0
         self._term: int | None = None
@@ -41,9 +45,12 @@ class LeadershipWatch:
     def observe(self, term: int, leader: Hashable | None) -> bool:
         """The node's term and the leader it knows now (None: none known); True when that is
         a leadership change."""
-        if self._term is not None and term > self._term:
+        if self._term is None:
+            if leader is None:
+                return False  # no base before the first leader
+            self._term = term
+        elif term > self._term:
             self.term_increments += term - self._term
-        if self._term is None or term > self._term:
             self._term = term
         if leader is None:
             self._leader_known = False

@@ -98,6 +98,7 @@ class LocalRaft:
             failure=self.state_machine.failure,
             leadership_changes=self.leadership.leadership_changes,
             term_increments=self.leadership.term_increments,
+            incarnation=self.leadership.incarnation,
             leader_for_seconds=self.leadership.leader_for(),
         )
 

@@ -67,9 +67,11 @@ class QuorumStatus:
     """Times the leader this node knows changed (another node, or a new term), the first
     election included: 1 in a quorum that has been steady since this node started."""
     term_increments: int = 0
-    """How far this node's Raft term rose since it started."""
+    """How far this node's Raft term rose since it first knew a leader."""
     leader_for_seconds: float | None = None
     """How long the leader known now has led, as this node saw it; None without a leader."""
+    incarnation: str | None = None
+    """Random per process: a restarted node's counts begin again under a new one."""
 
     @property
     def raft_thread_stalled(self) -> bool:

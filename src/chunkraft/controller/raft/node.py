@@ -552,6 +552,7 @@ class RaftNode:
             campaign_refused=bool(getattr(self._syncobj, "campaign_refused", False)),
             leadership_changes=self.leadership.leadership_changes,
             term_increments=self.leadership.term_increments,
+            incarnation=self.leadership.incarnation,
             leader_for_seconds=_rounded(self.leadership.leader_for()),
         )
 

@@ -23,14 +23,18 @@ def test_a_steady_quorum_shows_one_change_and_the_leaders_age() -> None:
     for _ in range(5):
         clock.now += 1.0
         assert not watch.observe(1, "a")
-    assert (watch.leadership_changes, watch.term_increments) == (1, 1)
+    # The first leader is the base of the term: a steady quorum shows 1 change, +0.
+    assert (watch.leadership_changes, watch.term_increments) == (1, 0)
     assert watch.leader_for() == 5.0
+    assert watch.observe(2, "b")
+    assert (watch.leadership_changes, watch.term_increments) == (2, 1)
 
 
 def test_a_new_node_or_a_new_term_is_a_change_and_a_gap_alone_is_not() -> None:
     clock = _Clock()
     watch = LeadershipWatch(clock)
-    watch.observe(3, "a")  # a node restarted at term 3: its base term
+    assert not watch.observe(1, None)  # restarted at term 1, no leader yet: no base
+    watch.observe(3, "a")  # it hears the leader of term 3: adopted, not an election
     assert watch.term_increments == 0
     assert not watch.observe(3, None)  # a moment without a leader
     assert watch.leader_for() is None
@@ -42,3 +46,7 @@ def test_a_new_node_or_a_new_term_is_a_change_and_a_gap_alone_is_not() -> None:
     assert watch.leader_for() == 0.0
     watch.observe(4, "b")  # a lower term is never a rise
     assert watch.term_increments == 2
+
+
+def test_each_watch_has_its_own_incarnation() -> None:
+    assert LeadershipWatch().incarnation != LeadershipWatch().incarnation
