@@ -173,6 +173,36 @@ def test_an_unreachable_leader_is_503_asking_for_a_retry_with_the_same_key() -> 
     asyncio.run(scenario())
 
 
+def test_a_forward_to_a_leader_that_an_election_replaced_is_given_up_at_once() -> None:
+    """A cut-off leader answers nothing until the request timeout; once the follower knows
+    another leader, it stops waiting and asks for a retry, which then reaches the new one."""
+    asked: list[str] = []
+
+    async def silent(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        await asyncio.sleep(30)  # the old leader's host is cut off
+        return httpx.Response(500)
+
+    async def scenario() -> None:
+        stuck = httpx.AsyncClient(transport=httpx.MockTransport(silent))
+        raft = FollowerRaft(2, leader=1)
+        async with running_node(raft, controller_urls={1: LEADER_URL, 3: LEADER_URL},
+                                forward_client=stuck) as follower:
+            asyncio.get_running_loop().call_later(0.3, setattr, raft, "known_leader", 3)
+            started = time.monotonic()
+            answer = await follower.post("create-topics", TOPIC)
+            took = time.monotonic() - started
+            assert answer.status_code == 503
+            body = answer.json()
+            assert body["error_code"] == Errors.NOT_CONTROLLER.code
+            assert "from node 1 to node 3" in body["message"]
+            assert "Idempotency-Key" in body["message"]
+            assert 0.25 < took < 2.0
+            assert len(asked) == 1
+
+    asyncio.run(scenario())
+
+
 def test_the_leaders_error_status_passes_through() -> None:
     async def scenario() -> None:
         async with running_node(node_id=1) as leader:
