@@ -25,19 +25,15 @@ import argparse
 import contextlib
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from _report import append_section, emit
-from chunkraft.client.admin import AdminClient, AdminError
-from chunkraft.client.command_config import CommandConfig
 from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.steady_leader import leaderships_in_logs
+from chunkraft.deploy.steady_leader import AdminWriter, leaderships_in_logs
 
 SIZES = (3, 5)
-MAX_WRITES_PER_CLIENT = 1_000_000  # a bound on each client's loop, far above any run's
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,39 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-class Writer(threading.Thread):
-    """One admin client writing to one quorum at ``rate``/s until stopped; counts and keeps
-    its failures."""
-
-    def __init__(self, cluster: LocalCluster, prefix: str, rate: float) -> None:
-        super().__init__(name=prefix, daemon=True)
-        self.cluster, self.prefix, self.interval = cluster, prefix, 1.0 / rate
-        self.stopping = threading.Event()
-        self.done = 0
-        self.failed: list[str] = []
-
-    def run(self) -> None:
-        with AdminClient(self.cluster.urls, CommandConfig(token=self.cluster.admin_token),
-                         timeout=10.0, retry_for=10.0) as admin:
-            next_at = time.monotonic()
-            for count in range(MAX_WRITES_PER_CLIENT):
-                if self.stopping.is_set():
-                    return
-                name = f"{self.prefix}-{count // 2}"
-                try:
-                    if count % 2 == 0:
-                        admin.create_topic(name, 1, 3)
-                    else:
-                        admin.set_config("topics", name, "retention.ms", "86400000")
-                    self.done += 1
-                except AdminError as error:
-                    self.failed.append(f"{name}: {error}")
-                next_at += self.interval
-                self.stopping.wait(max(next_at - time.monotonic(), 0.0))
-
-
 def phase_row(phase: str, cluster: LocalCluster, seconds: float,
-              before: set[tuple[str, int]], writers: list[Writer]) -> dict[str, Any]:
+              before: set[tuple[str, int]], writers: list[AdminWriter]) -> dict[str, Any]:
     """The JSON row of one phase of one quorum, with its verdict (``problems``)."""
     seen = leaderships_in_logs(node.log_path for node in cluster.nodes.values())
     sample = cluster.leadership()
@@ -121,7 +86,8 @@ def run(args: argparse.Namespace, base: Path) -> list[dict[str, Any]]:
         seconds = args.minutes * 60
         before = {id(c): set[tuple[str, int]]() for c in clusters}
         for phase in ("idle", "writes"):
-            writers = {id(c): [Writer(c, f"{phase}{c.size}-{i}", args.rate)
+            writers = {id(c): [AdminWriter(c.urls, c.admin_token, f"{phase}{c.size}-{i}",
+                                           args.rate)
                                for i in range(args.clients if phase == "writes" else 0)]
                        for c in clusters}
             started = time.monotonic()

@@ -14,19 +14,16 @@ Only processes LocalCluster started are signalled, by PID; every wait is bounded
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from chunkraft.client.admin import AdminClient, AdminError
-from chunkraft.client.command_config import CommandConfig
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.deploy.roll_target import LocalClusterTarget
 from chunkraft.deploy.rolling_restart import rolling_restart
-from chunkraft.deploy.steady_leader import leaderships_in_logs
+from chunkraft.deploy.steady_leader import AdminWriter, leaderships_in_logs
 from tests.integration.conftest import log_tail
 from tests.support.brokers import kill_everything
 
@@ -83,46 +80,14 @@ def _assert_one_election(cluster: LocalCluster, phase: str) -> None:
     assert {node.epoch for node in sample.nodes.values()} == {term}, sample.as_json()
 
 
-class _Writer(threading.Thread):
-    """Steady admin writes to one quorum: a topic created, then its config altered, in turn,
-    at WRITES_PER_SECOND, until stopped; failures are kept."""
-
-    def __init__(self, cluster: LocalCluster, name: str) -> None:
-        super().__init__(name=f"writer-{name}", daemon=True)
-        self.cluster = cluster
-        self.prefix = name
-        self.stopping = threading.Event()
-        self.done = 0
-        self.failed: list[str] = []
-
-    def run(self) -> None:
-        interval = 1.0 / WRITES_PER_SECOND
-        with AdminClient(self.cluster.urls, CommandConfig(token=self.cluster.admin_token),
-                         timeout=10.0, retry_for=10.0) as admin:
-            count = 0
-            next_at = time.monotonic()
-            while not self.stopping.is_set() and count < 10_000:
-                name = f"{self.prefix}-{count // 2}"
-                try:
-                    if count % 2 == 0:
-                        admin.create_topic(name, 1, 3)
-                    else:
-                        admin.set_config("topics", name, "retention.ms", "86400000")
-                    self.done += 1
-                except AdminError as error:
-                    self.failed.append(f"{name}: {error}")
-                count += 1
-                next_at += interval
-                self.stopping.wait(max(next_at - time.monotonic(), 0.0))
-
-
 def test_an_idle_then_busy_quorum_elects_once_and_a_roll_changes_the_leader_at_most_once_a_node(
         quorums: list[LocalCluster]) -> None:
     time.sleep(IDLE_SECONDS)
     for cluster in quorums:
         _assert_one_election(cluster, f"after {IDLE_SECONDS:.0f} s idle")
 
-    writers = [_Writer(cluster, f"steady{cluster.size}") for cluster in quorums]
+    writers = [AdminWriter(cluster.urls, cluster.admin_token, f"steady{cluster.size}",
+                           WRITES_PER_SECOND) for cluster in quorums]
     for writer in writers:
         writer.start()
     time.sleep(WRITE_SECONDS)

@@ -6,7 +6,8 @@ controller's ``/controller/v1/quorum`` for the leader it knows, its Raft term an
 changes of leader it has seen (``chunkraft_raft_leadership_changes``); :func:`leadership_moved`
 compares two samples and names what moved, or returns None when nothing did;
 :func:`leaderships_in_logs` reads every leader the controllers logged (across restarts), for
-a count of elections over a whole run.
+a count of elections over a whole run; :class:`AdminWriter` is the steady load such a check
+runs under.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from __future__ import annotations
 import json
 import re
 import ssl
-from collections.abc import Iterable, Mapping
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from chunkraft.client.admin import AdminClient, AdminError
+from chunkraft.client.command_config import CommandConfig
+
 __all__ = [
     "LEADER_LINE",
+    "AdminWriter",
     "LeadershipSample",
     "NodeLeadership",
     "leadership_moved",
@@ -135,3 +142,39 @@ def leaderships_in_logs(paths: Iterable[Path]) -> set[tuple[str, int]]:
             continue
         seen.update((leader, int(term)) for leader, term in LEADER_LINE.findall(text))
     return seen
+
+
+class AdminWriter(threading.Thread):
+    """Steady admin writes to one quorum, the load a steady-leader check runs under: a topic
+    ``<prefix>-<n>`` created (1 partition, RF 3), then its ``retention.ms`` altered, in turn, at
+    ``rate`` writes/s, until :attr:`stopping` is set (at most ``max_writes``). Counts what
+    succeeded in :attr:`done` and keeps each failure's text in :attr:`failed`."""
+
+    def __init__(self, urls: Sequence[str], token: str, prefix: str, rate: float, *,
+                 max_writes: int = 1_000_000) -> None:
+        super().__init__(name=f"writer-{prefix}", daemon=True)
+        self.urls, self.token, self.prefix = list(urls), token, prefix
+        self.interval = 1.0 / rate
+        self.max_writes = max_writes
+        self.stopping = threading.Event()
+        self.done = 0
+        self.failed: list[str] = []
+
+    def run(self) -> None:
+        with AdminClient(self.urls, CommandConfig(token=self.token), timeout=10.0,
+                         retry_for=10.0) as admin:
+            next_at = time.monotonic()
+            for count in range(self.max_writes):
+                if self.stopping.is_set():
+                    return
+                name = f"{self.prefix}-{count // 2}"
+                try:
+                    if count % 2 == 0:
+                        admin.create_topic(name, 1, 3)
+                    else:
+                        admin.set_config("topics", name, "retention.ms", "86400000")
+                    self.done += 1
+                except AdminError as error:
+                    self.failed.append(f"{name}: {error}")
+                next_at += self.interval
+                self.stopping.wait(max(next_at - time.monotonic(), 0.0))
