@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -19,8 +20,12 @@ from pathlib import Path
 import httpx
 
 from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.deploy.steady_leader import LeadershipSample, NodeLeadership
 
-__all__ = ["EtcdCluster", "ensure_etcd", "etcd_version"]
+__all__ = ["EtcdCluster", "ensure_etcd", "etcd_version", "member_leadership"]
+
+LEADER_CHANGES = re.compile(r"^etcd_server_leader_changes_seen_total\s+(\S+)\s*$", re.MULTILINE)
+"""etcd's count of the changes of leader a member saw (its ``/metrics``, the first included)."""
 
 
 def ensure_etcd() -> str | None:
@@ -31,6 +36,27 @@ def ensure_etcd() -> str | None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
         path = shutil.which("etcd")
     return path
+
+
+def member_leadership(status: dict[str, object] | None, metrics: str) -> NodeLeadership | None:
+    """What one member says of the leadership, in chunkraft's terms, or None without a status.
+
+    From ``/v3/maintenance/status``: ``leader`` (a member id, "0" for none) and ``raftTerm``
+    (uint64s, which the JSON gateway sends as strings); from ``/metrics``: the changes of
+    leader it saw (0 when the metric is missing: the term alone then shows a move). The term
+    stands for ``term_increments`` too: only its rise over a window is compared."""
+    if status is None:
+        return None
+    try:
+        leader, term = int(str(status.get("leader", 0))), int(str(status["raftTerm"]))
+    except (KeyError, ValueError):
+        return None
+    found = LEADER_CHANGES.search(metrics)
+    try:
+        changes = int(float(found.group(1))) if found else 0
+    except ValueError:
+        changes = 0
+    return NodeLeadership(leader or None, term, changes, term)
 
 
 def etcd_version(binary: str) -> str:
@@ -109,6 +135,27 @@ class EtcdCluster:
             return dict(answer.json()) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
+
+    def metrics(self, index: int) -> str:
+        """The member's ``/metrics`` text, or "" when it does not answer."""
+        try:
+            answer = httpx.get(f"{self.urls[index]}/metrics", timeout=2.0, trust_env=False)
+            return answer.text if answer.status_code == 200 else ""
+        except httpx.HTTPError:
+            return ""
+
+    def leadership(self) -> LeadershipSample:
+        """Every running member's view of the leadership (``bench/_steady.py``'s sampler);
+        a member that does not answer is left out. Node ids are member indexes."""
+        nodes: dict[int, NodeLeadership] = {}
+        for i in range(self.size):
+            process = self.processes.get(i)
+            if process is None or process.poll() is not None:
+                continue
+            seen = member_leadership(self.status(i), self.metrics(i))
+            if seen is not None:
+                nodes[i] = seen
+        return LeadershipSample(nodes)
 
     def leader_index(self, timeout: float = 30.0) -> int:
         """The index of the member every running member names as leader."""

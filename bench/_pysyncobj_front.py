@@ -8,6 +8,11 @@ a list of values as one command. pysyncobj forwards a call made on a follower to
 ``POST /ceiling {"mode": "sync"|"async", "seconds", "batch", "window"}`` measures the library
 itself from a thread of this process, with no HTTP per call. :class:`RawCluster` starts three.
 
+``GET /status`` answers the node's leader and ``raft_term`` (``getStatus()``) and, counted on
+each of pysyncobj's ticks by chunkraft's own ``LeadershipWatch`` (the rule chunkraft's nodes
+count by: one attribute read a tick), its ``leadership_changes`` and ``term_increments``:
+:meth:`RawCluster.leadership` samples them for the steady-leader rule of ``bench/_steady.py``.
+
 Run as ``python bench/_pysyncobj_front.py --node-id N --raft ... --http-port P ...``.
 """
 
@@ -29,12 +34,16 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from chunkraft.deploy.steady_leader import LeadershipSample, NodeLeadership
+
 SELF = Path(__file__).resolve()
 
 
 def _serve(args: argparse.Namespace) -> None:
     import uvicorn
     from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+
+    from chunkraft.controller.raft.leadership_watch import LeadershipWatch
 
     class Store(SyncObjConsumer):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -67,6 +76,8 @@ def _serve(args: argparse.Namespace) -> None:
         commandsWaitLeader=False, logCompactionMinEntries=50_000,
         logCompactionMinTime=300.0, dynamicMembershipChange=False)
     node = SyncObj(args.raft, args.partners.split(","), conf, consumers=[store])
+    watch = LeadershipWatch()
+    node.addOnTickCallback(lambda: watch.observe(int(node.raftCurrentTerm), node._getLeader()))
     app = FastAPI()
 
     async def commit(method: Any, *call_args: Any) -> JSONResponse:
@@ -107,7 +118,9 @@ def _serve(args: argparse.Namespace) -> None:
         leader = info.get("leader")
         return JSONResponse({"leader": None if leader is None else str(leader),
                              "self": args.raft, "has_quorum": bool(info.get("has_quorum")),
-                             "count": store.count})
+                             "count": store.count, "raft_term": info.get("raft_term"),
+                             "leadership_changes": watch.leadership_changes,
+                             "term_increments": watch.term_increments})
 
     @app.post("/ceiling")
     async def ceiling(request: Request) -> JSONResponse:
@@ -172,6 +185,21 @@ def _ceiling(store: Any, body: dict[str, Any], result: dict[str, Any]) -> None:
                   process_cpu_s=round(time.process_time() - cpu, 3))
 
 
+def node_leadership(answer: object, raft: list[str]) -> NodeLeadership | None:
+    """What one node's ``/status`` answer says of the leadership, in chunkraft's terms (the
+    leader as its index in ``raft``, the nodes' Raft addresses), or None if it cannot say."""
+    if not isinstance(answer, dict):
+        return None
+    term, changes = answer.get("raft_term"), answer.get("leadership_changes")
+    increments = answer.get("term_increments")
+    if not (isinstance(term, int) and isinstance(changes, int)
+            and isinstance(increments, int)):
+        return None
+    leader = answer.get("leader")
+    index = raft.index(leader) if isinstance(leader, str) and leader in raft else None
+    return NodeLeadership(index, term, changes, increments)
+
+
 @dataclass
 class RawCluster:
     """Three raw pysyncobj nodes with HTTP fronts on 127.0.0.1."""
@@ -212,6 +240,20 @@ class RawCluster:
     def pid(self, index: int) -> int | None:
         process = self.processes.get(index)
         return process.pid if process is not None else None
+
+    def leadership(self) -> LeadershipSample:
+        """Every node's view of the leadership (``bench/_steady.py``'s sampler); a node that
+        does not answer is left out. Node ids are node indexes, as the leader's."""
+        nodes: dict[int, NodeLeadership] = {}
+        for i, url in enumerate(self.urls):
+            try:
+                answer = httpx.get(f"{url}/status", timeout=2.0, trust_env=False).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            seen = node_leadership(answer, self.raft)
+            if seen is not None:
+                nodes[i] = seen
+        return LeadershipSample(nodes)
 
     def leader_index(self, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout

@@ -3,7 +3,9 @@
 :func:`run_config` runs a :class:`_http_load.Workload` (which carries its system's own client
 settings) and records one row; :func:`medians` records the summary of a few such rows. For
 chunkraft, the records committed are counted from the quorum's metadata offset at the window's
-edges (asked with the workload's own headers).
+edges (asked with the workload's own headers). Every system's quorum is sampled for its
+leadership at the window's edges too (``_steady``): the row carries it, and a row whose leader
+moved fails the run (``verdict``).
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ from _controller.cluster import Headers, quorum
 from _controller.machine import cpu_seconds, machine_busy_seconds
 from _controller.results import Results
 from _http_load import LoadResult, Workload, percentile, run_load, summary
+from _steady import Sampler, WindowLeadership, summary_fields
 
 
-def measured(pids: list[int], offset_url: str | None, headers: Headers | None = None
+def measured(pids: list[int], offset_url: str | None, headers: Headers | None = None,
+             leadership: Sampler | None = None, edges: dict[str, WindowLeadership] | None = None
              ) -> tuple[Callable[[float, float], None], dict[str, float]]:
     """An ``on_window`` that samples server CPU (and the metadata offset of ``offset_url``,
-    asked with ``headers``) at the window edges."""
+    asked with ``headers``) at the window edges; with ``leadership``, the quorum's leadership
+    just outside them too, kept as ``edges["window"]``."""
     seen: dict[str, float] = {}
     sent = dict(headers or {})
 
     def on_window(start: float, end: float) -> None:
         time.sleep(max(start - time.time(), 0))
+        first = leadership() if leadership is not None else None
         seen["cpu0"] = cpu_seconds(pids)
         seen["busy0"] = machine_busy_seconds()
         if offset_url:
@@ -43,6 +49,8 @@ def measured(pids: list[int], offset_url: str | None, headers: Headers | None = 
             seen["offset1"], seen["epoch1"] = status["metadata_offset"], status["epoch"]
             seen["leader1"] = status["leader_id"]
         seen["t1"] = time.time()
+        if leadership is not None and first is not None and edges is not None:
+            edges["window"] = WindowLeadership(first, leadership())
 
     return on_window, seen
 
@@ -70,10 +78,14 @@ def load_row(results: Results, system: str, item: str, workload: Workload, clien
 
 def run_config(results: Results, system: str, item: str, workload: Workload, clients: int,
                duration: float, pids: list[int], *, processes: int = 1, run: int = 0,
-               offset_url: str | None = None, variant: str | None = None) -> dict[str, Any]:
+               offset_url: str | None = None, variant: str | None = None,
+               leadership: Sampler | None = None) -> dict[str, Any]:
     """Runs ``workload`` with ``clients`` tasks over ``processes`` client processes for a
-    ``duration`` s window and records its row (``pids``: the servers, for their CPU)."""
-    on_window, seen = measured(pids, offset_url, dict(workload.headers))
+    ``duration`` s window and records its row (``pids``: the servers, for their CPU;
+    ``leadership``: the quorum's sampler, whose samples at the window's edges the row
+    carries)."""
+    edges: dict[str, WindowLeadership] = {}
+    on_window, seen = measured(pids, offset_url, dict(workload.headers), leadership, edges)
     result = run_load(workload, clients=clients, duration=duration, processes=processes,
                       on_window=on_window)
     span = seen["t1"] - seen["t0"]
@@ -95,6 +107,8 @@ def run_config(results: Results, system: str, item: str, workload: Workload, cli
         extra["client_counted_records"] = result.ops * workload.records_per_op
         extra["raft_epochs"] = [seen["epoch0"], seen["epoch1"]]
         extra["leaders"] = [seen["leader0"], seen["leader1"]]
+    if "window" in edges:
+        extra.update(edges["window"].fields())
     return load_row(results, system, item, workload, clients, result, run, processes, extra)
 
 
@@ -120,5 +134,6 @@ def medians(results: Results, rows: list[dict[str, Any]],
     out["leader_changes"] = sum(r["raft_epochs"][1] - r["raft_epochs"][0] for r in rows
                                 if "raft_epochs" in r)
     out["pool_exhausted"] = any(r.get("pool_exhausted") for r in rows)
+    out.update(summary_fields(rows))
     out["summary"] = True
     return results.record(out)

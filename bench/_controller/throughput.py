@@ -8,6 +8,10 @@ one put), with 1 and 32 clients, then 32 clients from two client processes and t
 Each system's workloads carry that system's own client settings: chunkraft's carry its admin
 token, etcd's and raw pysyncobj's carry no header of ours. ``broken=True`` (a test-only switch)
 sends a reference's load to a port where nothing listens, to prove that the run then fails.
+
+Every window (and the ceiling's call) samples its own system's quorum at its edges
+(``LocalCluster.leadership``, ``RawCluster.leadership``, ``EtcdCluster.leadership``): a row
+whose leader moved fails the run, a reference's as much as ours.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from _controller.results import Results
 from _etcd import EtcdCluster
 from _http_load import Workload
 from _pysyncobj_front import RawCluster
+from _steady import LeadershipWindow, Sampler
 from chunkraft.deploy.local_cluster import LocalCluster, free_ports
 
 EXTRA_RUNS = ("two client processes", "to a follower")
@@ -55,7 +60,8 @@ def chunkraft_throughput(results: Results, cluster: LocalCluster, duration: floa
             workload = Workload("create-partitions", (leader_url,), prefix, batch=100,
                                 pool=tuple(pool), headers=own)
             rows.append(run_config(results, "chunkraft", "batched", workload, clients,
-                                   duration, pids, run=run, offset_url=leader_url))
+                                   duration, pids, run=run, offset_url=leader_url,
+                                   leadership=cluster.leadership))
             delete_names(leader_url, headers, pool)
         medians(results, rows)
     for clients in (1, 32):
@@ -65,7 +71,8 @@ def chunkraft_throughput(results: Results, cluster: LocalCluster, duration: floa
             prefix = f"s{clients}r{run}"
             workload = Workload("create-topic", (leader_url,), prefix, headers=own)
             rows.append(run_config(results, "chunkraft", "single", workload, clients,
-                                   duration, pids, run=run, offset_url=leader_url))
+                                   duration, pids, run=run, offset_url=leader_url,
+                                   leadership=cluster.leadership))
             delete_prefixed(leader_url, headers, prefix)
         medians(results, rows)
     leader = cluster.wait_ready(CLUSTER_TIMEOUT)
@@ -77,20 +84,22 @@ def chunkraft_throughput(results: Results, cluster: LocalCluster, duration: floa
         prefix = f"x{processes}{len(label)}"
         workload = Workload("create-topic", urls, prefix, headers=own)
         row = run_config(results, "chunkraft", "single", workload, 32, duration, pids,
-                         processes=processes, offset_url=leader_url, variant=label)
+                         processes=processes, offset_url=leader_url, variant=label,
+                         leadership=cluster.leadership)
         medians(results, [row], label)
         delete_prefixed(leader_url, headers, prefix)
 
 
 def _reference_runs(results: Results, system: str, kinds: tuple[tuple[str, int], ...],
                     url: str, follower: str, pids: list[int], duration: float,
-                    repeats: int, prefix: str) -> None:
-    """The rows of a reference system: no headers of ours (``Workload.headers`` empty)."""
+                    repeats: int, prefix: str, leadership: Sampler) -> None:
+    """The rows of a reference system: no headers of ours (``Workload.headers`` empty);
+    ``leadership`` samples its quorum at each window's edges."""
     for kind, batch in kinds:
         for clients in (1, 32):
             rows = [run_config(results, system, "batched" if batch > 1 else "single",
                                Workload(kind, (url,), f"{prefix}{clients}-{run}", batch=batch),
-                               clients, duration, pids, run=run)
+                               clients, duration, pids, run=run, leadership=leadership)
                     for run in range(repeats)]
             medians(results, rows)
     single = kinds[-1][0]
@@ -98,7 +107,7 @@ def _reference_runs(results: Results, system: str, kinds: tuple[tuple[str, int],
                                    (EXTRA_RUNS[1], (follower,), 1)):
         row = run_config(results, system, "single",
                          Workload(single, urls, f"{prefix}x{processes}"), 32, duration, pids,
-                         processes=processes, variant=label)
+                         processes=processes, variant=label, leadership=leadership)
         medians(results, [row], label)
 
 
@@ -111,12 +120,14 @@ def raw_throughput(results: Results, base: Path, duration: float, repeats: int,
         pids = [p for p in (raw.pid(i) for i in range(3)) if p is not None]
         load_url, load_follower = (nowhere(), nowhere()) if broken else (url, follower)
         _reference_runs(results, "pysyncobj", (("raw-batch", 100), ("raw-put", 1)), load_url,
-                        load_follower, pids, duration, repeats, "r")
+                        load_follower, pids, duration, repeats, "r", raw.leadership)
         for mode, batch in (("sync", 1), ("async", 100)):
-            answer: dict[str, Any] = httpx.post(f"{url}/ceiling", json={
-                "mode": mode, "seconds": min(duration, 10), "batch": batch, "window": 100},
-                timeout=120, trust_env=False).json()
-            results.record({"item": "ceiling", "system": "pysyncobj", **answer})
+            with LeadershipWindow(raw.leadership) as window:
+                answer: dict[str, Any] = httpx.post(f"{url}/ceiling", json={
+                    "mode": mode, "seconds": min(duration, 10), "batch": batch,
+                    "window": 100}, timeout=120, trust_env=False).json()
+            results.record({"item": "ceiling", "system": "pysyncobj", **answer,
+                            **window.result().fields()})
 
 
 def etcd_throughput(results: Results, base: Path, binary: str, duration: float, repeats: int,
@@ -128,4 +139,4 @@ def etcd_throughput(results: Results, base: Path, binary: str, duration: float, 
         pids = [p for p in (etcd.pid(i) for i in range(3)) if p is not None]
         load_url, load_follower = (nowhere(), nowhere()) if broken else (url, follower)
         _reference_runs(results, "etcd", (("etcd-txn", 100), ("etcd-put", 1)), load_url,
-                        load_follower, pids, duration, repeats, "e")
+                        load_follower, pids, duration, repeats, "e", etcd.leadership)
