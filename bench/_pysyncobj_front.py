@@ -10,8 +10,9 @@ itself from a thread of this process, with no HTTP per call. :class:`RawCluster`
 
 ``GET /status`` answers the node's leader and ``raft_term`` (``getStatus()``) and, counted on
 each of pysyncobj's ticks by chunkraft's own ``LeadershipWatch`` (the rule chunkraft's nodes
-count by: one attribute read a tick), its ``leadership_changes`` and ``term_increments``:
-:meth:`RawCluster.leadership` samples them for the steady-leader rule of ``bench/_steady.py``.
+count by: one attribute read a tick), its ``leadership_changes``, ``term_increments`` and
+``incarnation``: :meth:`RawCluster.leadership` samples them for the steady-leader rule of
+``bench/_steady.py``.
 
 Run as ``python bench/_pysyncobj_front.py --node-id N --raft ... --http-port P ...``.
 """
@@ -120,7 +121,8 @@ def _serve(args: argparse.Namespace) -> None:
                              "self": args.raft, "has_quorum": bool(info.get("has_quorum")),
                              "count": store.count, "raft_term": info.get("raft_term"),
                              "leadership_changes": watch.leadership_changes,
-                             "term_increments": watch.term_increments})
+                             "term_increments": watch.term_increments,
+                             "incarnation": watch.incarnation})
 
     @app.post("/ceiling")
     async def ceiling(request: Request) -> JSONResponse:
@@ -195,9 +197,10 @@ def node_leadership(answer: object, raft: list[str]) -> NodeLeadership | None:
     if not (isinstance(term, int) and isinstance(changes, int)
             and isinstance(increments, int)):
         return None
-    leader = answer.get("leader")
+    leader, incarnation = answer.get("leader"), answer.get("incarnation")
     index = raft.index(leader) if isinstance(leader, str) and leader in raft else None
-    return NodeLeadership(index, term, changes, increments)
+    return NodeLeadership(index, term, changes, increments,
+                          incarnation if isinstance(incarnation, str) else None)
 
 
 @dataclass

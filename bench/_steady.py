@@ -26,6 +26,7 @@ from chunkraft.deploy.steady_leader import LeadershipSample, leadership_moved
 
 __all__ = [
     "KEY",
+    "MOVED_RUNS",
     "LeadershipWindow",
     "Sampler",
     "WindowLeadership",
@@ -33,6 +34,7 @@ __all__ = [
     "leadership_problem",
     "summary_fields",
     "window_moved",
+    "window_problem",
 ]
 
 Sampler = Callable[[], LeadershipSample]
@@ -58,9 +60,11 @@ def window_moved(start: LeadershipSample, end: LeadershipSample) -> str | None:
 
 def _largest_rise(start: LeadershipSample, end: LeadershipSample, field: str) -> int:
     """The largest rise of a node's counter (``field``) between the samples, over the nodes
-    in both that did not restart (a restarted node's counts began again)."""
+    in both that did not restart (another incarnation, or a counter that fell: its counts
+    began again)."""
     rises = [getattr(end.nodes[n], field) - getattr(first, field)
-             for n, first in start.nodes.items() if n in end.nodes]
+             for n, first in start.nodes.items()
+             if n in end.nodes and end.nodes[n].incarnation == first.incarnation]
     return max((rise for rise in rises if rise >= 0), default=0)
 
 
@@ -120,15 +124,24 @@ class LeadershipWindow:
         return WindowLeadership(self._start, self._end)
 
 
+def window_problem(row: Mapping[str, Any]) -> str | None:
+    """Why the row's own window (its ``leadership`` field) was not steady, or None (steady, or
+    the row has no window of its own)."""
+    leadership = row.get(KEY)
+    if isinstance(leadership, Mapping) and leadership.get("moved"):
+        return f"the leader moved during the window: {leadership['moved']}"
+    return None
+
+
 def leadership_problem(row: Mapping[str, Any]) -> str | None:
     """Why ``row``'s figures do not measure a steady state, or None.
 
     A row with its own window (``leadership``) fails with the sentence of what moved; a
     summary (``leadership_moved_runs``) with the count of its runs that did. A row with
     neither (no quorum to check, or a bench measuring a fault) has no such problem."""
-    leadership = row.get(KEY)
-    if isinstance(leadership, Mapping) and leadership.get("moved"):
-        return f"the leader moved during the window: {leadership['moved']}"
+    own = window_problem(row)
+    if own is not None:
+        return own
     moved_runs = row.get(MOVED_RUNS)
     if isinstance(moved_runs, int) and moved_runs > 0:
         runs = row.get("runs")
@@ -138,14 +151,15 @@ def leadership_problem(row: Mapping[str, Any]) -> str | None:
 
 
 def summary_fields(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """``{"leadership_moved_runs": n}`` for a summary of ``rows`` (n: those that moved)."""
-    return {MOVED_RUNS: sum(1 for row in rows if leadership_problem(row) is not None
-                            and isinstance(row.get(KEY), Mapping))}
+    """``{"leadership_moved_runs": n}`` for a summary of ``rows`` (n: those whose own window
+    moved)."""
+    return {MOVED_RUNS: sum(1 for row in rows if window_problem(row) is not None)}
 
 
 def failed_rows(rows: Iterable[Mapping[str, Any]],
                 describe: Callable[[Mapping[str, Any]], str]) -> list[str]:
     """One reason per row whose own window's leadership moved, each led by
-    ``describe(row)`` (the bench's words for where the row stands in its run)."""
-    return [f"{describe(row)}: {problem}" for row in rows if isinstance(row.get(KEY), Mapping)
-            and (problem := leadership_problem(row)) is not None]
+    ``describe(row)`` (the bench's words for where the row stands in its run); a summary's
+    count is left out, its runs are among ``rows``."""
+    return [f"{describe(row)}: {problem}" for row in rows
+            if (problem := window_problem(row)) is not None]

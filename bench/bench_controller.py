@@ -28,9 +28,11 @@ a heartbeat thread (3 heartbeats/s in all). Writes that meet a leader change are
 errors in load windows; setup writes are retried with the same idempotency key.
 
 A run fails (exit status 1) when a measured row has errors (except failover's, which are what it
-measures), measured nothing, or a step raised; when a reference system (etcd, raw pysyncobj) that
-was to run has no sound row, the comparison is broken and the run fails and says why. The
-reasons are printed at the end, and head the RESULTS.md section.
+measures), measured nothing, or a step raised; when the leader or the term of the quorum a window
+measured moved during it (``_steady``: every partitions, throughput and ceiling window samples
+its system's quorum at its edges, and its row carries ``leadership``); when a reference system
+(etcd, raw pysyncobj) that was to run has no sound row, the comparison is broken and the run
+fails and says why. The reasons are printed at the end, and head the RESULTS.md section.
 
 Prints one JSON line per measurement and appends a dated section to bench/RESULTS.md (unless
 --no-save). Not a test: never run it in CI. It only signals processes it started, by PID.

@@ -32,8 +32,8 @@ def measured(pids: list[int], offset_url: str | None, headers: Headers | None = 
     sent = dict(headers or {})
 
     def on_window(start: float, end: float) -> None:
+        first = leadership() if leadership is not None else None  # before: not in the window
         time.sleep(max(start - time.time(), 0))
-        first = leadership() if leadership is not None else None
         seen["cpu0"] = cpu_seconds(pids)
         seen["busy0"] = machine_busy_seconds()
         if offset_url:

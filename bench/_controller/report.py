@@ -2,8 +2,9 @@
 
 The section opens with the run's verdict: when the run failed, every reason, before any figure.
 Then the ratio table (ours over each reference, from this run, with its command and commit),
-then each item's table. Rows whose figures are broken (errors, nothing measured) are left out of
-the tables: their reasons are in the verdict, and no 0 stands next to our figure.
+then each item's table. Rows whose figures are broken (errors, nothing measured, a leader that
+moved during the window) are left out of the tables: their reasons are in the verdict, and no
+0 stands next to our figure.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def _find(summaries: list[dict[str, Any]], item: str, system: str,
 
 def _partitions(summaries: list[dict[str, Any]]) -> list[str]:
     part = _find(summaries, "partitions", OURS)
-    if not part:
-        return []
+    if not part or figure_problem(part) is not None:
+        return []  # a leader that moved: the verdict says so, the table would mislead
     met = "met" if part["p50_ms"] <= 150 else "MISSED"
     return ["### 1. createPartitions adding 1,000 partitions (fresh topic, RF 3, one "
             "client, to the leader)", "",

@@ -1,7 +1,10 @@
 """Whether a run's rows may be reported: the rows that fail the run, and why.
 
 A measured window with errors fails the run, unless errors are what the item measures
-(failover: the writes between the kill and the new leader). A reference system's row (etcd, raw
+(failover: the writes between the kill and the new leader). A window whose quorum's leader or
+term moved (``_steady``: its row's ``leadership``) fails the run too, a reference's as much as
+ours, naming what moved; a summary of runs of which one moved is no sound figure either (it is
+left out of the ratios and tables, and its runs say why). A reference system's row (etcd, raw
 pysyncobj) with errors, or with nothing measured, is a broken comparison: the run fails and says
 why, and no 0 is ever printed next to our figure. A step that raised fails the run too.
 Pure functions of the rows; the caller prints the problems and sets the exit status.
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+from _steady import leadership_problem, window_problem
 
 OURS = "chunkraft"
 REFERENCES = {"etcd": "etcd 3.4", "pysyncobj": "raw pysyncobj"}
@@ -37,10 +42,16 @@ def describe(row: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _broken(row: dict[str, Any]) -> str:
+    """How a reason about ``row`` opens: a reference's row is a broken comparison."""
+    return "broken comparison: reference " if row.get("system") in REFERENCES else ""
+
+
 def figure_problem(row: dict[str, Any]) -> str | None:
     """Why the figures of a measured row (one run, or the summary of runs) cannot be shown:
-    errors in its window, nothing measured, or a pool that ran out; None if they can."""
-    what = "broken comparison: reference " if row.get("system") in REFERENCES else ""
+    errors in its window, nothing measured, a pool that ran out, or a leader that moved
+    (in its window, or in one of the runs it summarises); None if they can."""
+    what = _broken(row)
     errors = row.get("errors")
     if isinstance(errors, int) and errors > 0:
         first = str(row.get("first_error") or "")[:200]
@@ -52,6 +63,9 @@ def figure_problem(row: dict[str, Any]) -> str | None:
     if row.get("pool_exhausted"):
         return (f"{describe(row)}: its topic pool ran out before the window ended, "
                 "so the figure is too low")
+    moved = leadership_problem(row)
+    if moved is not None:
+        return f"{what}{describe(row)}: {moved}"
     return None
 
 
@@ -65,7 +79,10 @@ def row_problem(row: dict[str, Any]) -> str | None:
             return f"{describe(row)}: no run saw a successful write after the kill"
         return None
     if row.get("summary"):
-        return None  # the runs it summarises are checked one by one
+        moved = window_problem(row)  # a summary with a window of its own (partitions)
+        if moved is None:
+            return None  # the runs it summarises are checked one by one
+        return f"{_broken(row)}{describe(row)}: {moved}"
     return figure_problem(row)
 
 

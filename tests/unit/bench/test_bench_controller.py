@@ -7,7 +7,9 @@ from pathlib import Path
 
 import bench_controller
 from _controller.results import Results
+from _steady import summary_fields
 from bench_controller import parse_args, references, verdict
+from tests.unit.bench.leaderships import MOVED
 from tests.unit.bench.rows import system_rows
 
 BENCH = Path(bench_controller.__file__).parent
@@ -62,6 +64,30 @@ def test_without_the_throughput_item_there_is_no_ratio_table() -> None:
     results = results_of([{"item": "partitions", "system": "chunkraft", "p50_ms": 90.0,
                            "summary": True}], items=["partitions"])
     assert verdict(results) == (None, [])
+
+
+def test_a_reference_whose_leader_moved_fails_the_run_and_has_no_ratio() -> None:
+    etcd = system_rows("etcd", 2.0)
+    for row in etcd:
+        if (row["item"], row["clients"], row["processes"]) == ("single", 32, 1):
+            row.update(summary_fields([MOVED.fields()]) if row.get("summary")
+                       else MOVED.fields())
+    results = results_of([*system_rows("chunkraft", 1.0), *etcd,
+                          *system_rows("pysyncobj", 0.5)])
+    comparison, found = verdict(results)
+    assert comparison is not None and len(comparison.ratios) == 7
+    assert found[0].startswith("broken comparison: reference etcd, single, etcd-put, "
+                               "32 client(s), run 0: the leader moved during the window: 1 "
+                               "leadership change(s)")
+    assert any(p.startswith("no ratio for") and "moved during 1 of its 1 runs" in p
+               for p in found[1:])
+
+
+def test_a_partitions_window_whose_leader_moved_fails_the_run() -> None:
+    results = results_of([{"item": "partitions", "system": "chunkraft", "p50_ms": 90.0,
+                           "summary": True, **MOVED.fields()}], items=["partitions"])
+    comparison, found = verdict(results)
+    assert comparison is None and len(found) == 1 and MOVED.moved in found[0]
 
 
 def test_the_modules_of_the_bench_import_each_other_without_cycles() -> None:

@@ -6,6 +6,7 @@ from _controller.ratios import compare
 from _controller.report import report
 from _controller.results import Results
 from _controller.verdict import problems
+from tests.unit.bench.leaderships import MOVED, STEADY
 from tests.unit.bench.rows import system_rows
 
 PLAN = {"item": "plan", "items": ["throughput"], "references": ["etcd", "pysyncobj"],
@@ -46,6 +47,18 @@ def test_a_broken_reference_heads_the_section_and_its_row_is_left_out() -> None:
     etcd_lines = [line for line in lines if line.startswith("| etcd | put | 32 |")]
     assert etcd_lines == []  # its 32-client put row (0 ops/s) is not shown
     assert any(line.startswith("| etcd | put | 1 |") for line in lines)
+
+
+def test_a_partitions_window_whose_leader_moved_has_no_table() -> None:
+    part = {"item": "partitions", "system": "chunkraft", "ops": 30, "p50_ms": 90.0,
+            "p99_ms": 120.0, "min_ms": 80.0, "max_ms": 130.0, "leader_changes": 0,
+            "summary": True}
+    steady = results_of([{**part, **STEADY.fields()}])
+    assert any(line.startswith("### 1. createPartitions") for line in report(steady, None, []))
+    moved = results_of([{**part, **MOVED.fields()}])
+    lines = report(moved, None, problems(moved.rows))
+    assert lines[0].startswith("**This run FAILED**") and MOVED.moved in lines[2]
+    assert not any(line.startswith("### 1. createPartitions") for line in lines)
 
 
 def test_rows_read_back_skip_what_is_derived() -> None:
