@@ -19,9 +19,13 @@ REST v3 with the admin's token. Each attack runs inside one measured window of t
   RF-3 topic of 6 partitions (180 s; 30 s with ``--quick``).
 
 Per attack: how long the hostile request took to be answered (or its connection closed), the
-Raft elections seen (term increases on any controller), brokers fenced (the controllers' log
-lines), and the well-behaved clients' ops, errors, p50 and p99. One JSON line per row, then a
-table; ``--results`` appends it to ``bench/RESULTS.md``. Exit 1 if the baseline had errors.
+Raft elections seen (the largest rise of a controller's term), brokers fenced (the controllers'
+log lines), and the well-behaved clients' ops, errors, p50 and p99. Every window is wrapped in
+the steady-leader rule of ``_steady`` (the quorum sampled before the load starts and 1 s after
+it ends): its row carries ``leadership`` (start, end, and what moved), and an attack is meant
+to leave the leader where it was, so a window whose leader or term moved fails the run with
+the sentence naming the counts. One JSON line per row, then a table; ``--results`` appends it
+to ``bench/RESULTS.md``. Exit 1 if the baseline had errors or any window's leader moved.
 
     .venv/bin/python bench/bench_hostile.py [--quick] [--only NAME ...] [--results]
 """
@@ -47,6 +51,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _http_load import Workload, percentile, run_load
 from _report import append_section, emit
+from _steady import LeadershipWindow, failed_rows
 from chunkraft.client.broker_client import AsyncBrokerClient
 from chunkraft.deploy.local_cluster import LocalCluster
 
@@ -219,16 +224,6 @@ def _flood_leaders(cluster: LocalCluster, token: str) -> dict[int, int]:
     return leaders
 
 
-def _terms(cluster: LocalCluster) -> dict[int, int]:
-    terms = {}
-    for node_id in cluster.nodes:
-        status = cluster.status(node_id, timeout=10)
-        epoch = status.get("epoch") if status is not None else None
-        if isinstance(epoch, int):
-            terms[node_id] = epoch
-    return terms
-
-
 def _log_lines(cluster: LocalCluster, needle: str) -> int:
     count = 0
     for node in cluster.nodes.values():
@@ -280,7 +275,6 @@ def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: 
 def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
             hostile_token: str) -> dict[str, Any]:
     leader = cluster.wait_ready(timeout=60)
-    terms_before = _terms(cluster)
     fenced_before = _log_lines(cluster, "fenced: no heartbeat")
     duration = args.flood_seconds if name == "produce-flood" else args.window
     attack = _attack(name, cluster, args, leader, hostile_token)
@@ -289,28 +283,28 @@ def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
                         prefix=f"good-{name}", replication_factor=3,
                         cluster_id=str(cluster.cluster_id), timeout=30.0,
                         headers=tuple(cluster.headers.items()))  # the admin's token only
-    result = run_load(workload, clients=CLIENTS, duration=duration,
-                      on_window=lambda s, e: outcome.append(attack(s, e)))
-    time.sleep(1.0)
-    terms_after = _terms(cluster)
-    # One election raises every node's term: the largest rise is how many there were.
-    elections = max((terms_after.get(n, t) - t for n, t in terms_before.items()), default=0)
+    # A controller busy with an attack may answer slowly: 10 s before it counts as silent.
+    with LeadershipWindow(lambda: cluster.leadership(timeout=10)) as window:
+        result = run_load(workload, clients=CLIENTS, duration=duration,
+                          on_window=lambda s, e: outcome.append(attack(s, e)))
+        time.sleep(1.0)  # an election the attack caused may come just after it
+    leadership = window.result()
     seconds, status, what = outcome[0] if outcome else (0.0, 0, "no outcome")
     return {
         "bench": "hostile", "attack": name, "hostile_seconds": round(seconds, 3),
         "hostile_status": status, "hostile_outcome": what,
-        "raft_term_increases": elections,
+        "raft_term_increases": leadership.term_increments(),
         "brokers_fenced": _log_lines(cluster, "fenced: no heartbeat") - fenced_before,
         "good_ops": result.ops, "good_errors": result.errors,
         "good_first_error": result.first_error[:200],
         "good_p50_ms": round(percentile(result.latencies_ms, 0.5), 1),
         "good_p99_ms": round(percentile(result.latencies_ms, 0.99), 1),
-        "window_s": duration,
+        "window_s": duration, **leadership.fields(),
     }
 
 
 def _target_met(row: dict[str, Any]) -> bool:
-    return (row["raft_term_increases"] == 0 and row["brokers_fenced"] == 0
+    return (not row["leadership"]["moved"] and row["brokers_fenced"] == 0
             and row["good_errors"] == 0 and row["good_p99_ms"] <= 500
             and (row["attack"] in ("baseline", "slowloris-500", "produce-flood")
                  or row["hostile_seconds"] <= 2.0))
@@ -380,11 +374,19 @@ def main() -> int:
             f"createTopics clients, windows of {args.window:.0f} s (produce flood "
             f"{args.flood_seconds:.0f} s); the 8 MB bodies are {args.body_mb:.1f} MB.", "",
             *lines])
-    baseline = next(row for row in rows if row["attack"] == "baseline")
-    if baseline["good_errors"] or baseline["good_ops"] == 0:
-        print("the baseline row has errors: the run fails", file=sys.stderr)
-        return 1
-    return 0
+    found = problems(rows)
+    for problem in found:
+        print(f"the run fails: {problem}", file=sys.stderr)
+    return 1 if found else 0
+
+
+def problems(rows: list[dict[str, Any]]) -> list[str]:
+    """Every reason the run fails: a baseline with errors or nothing done, and each window
+    whose leader moved (the sentence of ``_steady``, naming the counts)."""
+    found = [f"attack {row['attack']}: the baseline row has {row['good_errors']} errors and "
+             f"{row['good_ops']} ops" for row in rows if row["attack"] == "baseline"
+             and (row["good_errors"] or row["good_ops"] == 0)]
+    return [*found, *failed_rows(rows, lambda row: f"attack {row['attack']}")]
 
 
 def _create_topics(cluster: LocalCluster, names: list[str], partitions: int, rf: int) -> None:
