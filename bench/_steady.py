@@ -17,7 +17,8 @@ rows; nothing is thread-safe beyond what a frozen dataclass is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "LeadershipWindow",
     "Sampler",
     "WindowLeadership",
+    "exit_status",
     "failed_rows",
     "leadership_problem",
     "summary_fields",
@@ -163,3 +165,11 @@ def failed_rows(rows: Iterable[Mapping[str, Any]],
     count is left out, its runs are among ``rows``."""
     return [f"{describe(row)}: {problem}" for row in rows
             if (problem := window_problem(row)) is not None]
+
+
+def exit_status(problems: Sequence[str]) -> int:
+    """Prints each reason the run fails on stderr (``the run fails: ...``); 1 if there is
+    any, else 0: the exit status of a bench whose rows follow this rule."""
+    for problem in problems:
+        print(f"the run fails: {problem}", file=sys.stderr, flush=True)
+    return 1 if problems else 0

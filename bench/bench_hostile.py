@@ -51,7 +51,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _http_load import Workload, percentile, run_load
 from _report import append_section, emit
-from _steady import LeadershipWindow, failed_rows
+from _steady import LeadershipWindow, exit_status, failed_rows
 from chunkraft.client.broker_client import AsyncBrokerClient
 from chunkraft.deploy.local_cluster import LocalCluster
 
@@ -374,10 +374,7 @@ def main() -> int:
             f"createTopics clients, windows of {args.window:.0f} s (produce flood "
             f"{args.flood_seconds:.0f} s); the 8 MB bodies are {args.body_mb:.1f} MB.", "",
             *lines])
-    found = problems(rows)
-    for problem in found:
-        print(f"the run fails: {problem}", file=sys.stderr)
-    return 1 if found else 0
+    return exit_status(problems(rows))
 
 
 def problems(rows: list[dict[str, Any]]) -> list[str]:

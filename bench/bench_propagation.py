@@ -22,6 +22,11 @@ append time, applied time). All processes share the host's clock.
 ``--profile DIR``: ``py-spy record`` samples the controller leader and broker 0 during each
 run (collapsed stacks, one file per process and run, in DIR; py-spy must be on PATH).
 
+Each run's window, from before its first operation until every broker applied its last, follows
+the steady-leader rule of ``_steady``: the quorum is sampled at both edges, the run's row carries
+``leadership`` (start, end, and what moved), and a run whose leader or term moved fails: its
+reason (naming the counts) is printed and the exit status is 1.
+
 Prints one JSON line per run; does not write bench/RESULTS.md. Only signals processes it
 started (LocalCluster, by PID). Target: p99 <= 50 ms at 100 operations/s.
 """
@@ -45,6 +50,7 @@ from typing import Any
 import httpx
 
 from _report import emit
+from _steady import LeadershipWindow, exit_status, failed_rows
 from chunkraft.deploy.local_cluster import LocalCluster
 
 RUNS = ((100, 1), (1000, 10), (1000, 1))
@@ -156,7 +162,9 @@ def start_profiles(cluster: LocalCluster, leader: int, directory: Path, tag: str
 
 
 def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
-            profile: Path | None = None) -> None:
+            profile: Path | None = None) -> dict[str, Any]:
+    """One run at ``rate`` operations/s, ``per_request`` a request: prints and returns its
+    row."""
     leader = cluster.leader_id()
     if leader is None:
         raise RuntimeError("no leader")
@@ -164,11 +172,12 @@ def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
     acks: list[tuple[int, float]] = []
     spies = ([] if profile is None else
              start_profiles(cluster, leader, profile, f"{rate}x{per_request}", seconds))
-    client = asyncio.run(drive(cluster.nodes[leader].url, cluster.headers, rate, per_request,
-                               seconds, f"prop-{rate}-{per_request}", acks))
-    for spy in spies:
-        spy.wait(timeout=seconds + 60)
-    wait_applied(cluster, client["last_offset"])
+    with LeadershipWindow(cluster.leadership) as window:
+        client = asyncio.run(drive(cluster.nodes[leader].url, cluster.headers, rate,
+                                   per_request, seconds, f"prop-{rate}-{per_request}", acks))
+        for spy in spies:
+            spy.wait(timeout=seconds + 60)
+        wait_applied(cluster, client["last_offset"])
     applied: dict[int, list[float]] = {}
     appended: dict[int, float] = {}
     for broker_id in cluster.broker_nodes:
@@ -187,7 +196,7 @@ def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
             ack_to_applied.append(on_all[bases[index]] - acked_ms)
     row: dict[str, Any] = {"bench": "propagation", "target_ops_per_s": rate,
                            "ops_per_request": per_request, "seconds": seconds, **client,
-                           "batches_on_all_brokers": len(bases)}
+                           "batches_on_all_brokers": len(bases), **window.result().fields()}
     for name, values in (("ack_to_applied", ack_to_applied),
                          ("append_to_applied", append_to_applied)):
         if values:
@@ -196,6 +205,12 @@ def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
                          "max_ms": round(max(values), 2),
                          "mean_ms": round(statistics.fmean(values), 2), "samples": len(values)}
     emit(row)
+    return row
+
+
+def describe(row: dict[str, Any]) -> str:
+    """A run's place in the bench, in words."""
+    return f"{row['target_ops_per_s']} operations/s, {row['ops_per_request']} a request"
 
 
 def main() -> int:
@@ -215,6 +230,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-propagation-"))
     cluster = LocalCluster(base, broker_count=3)
+    rows: list[dict[str, Any]] = []
     try:
         cluster.prepare()
         cluster.start()
@@ -222,11 +238,11 @@ def main() -> int:
         cluster.start_brokers()
         cluster.wait_brokers_ready(timeout=60)
         for rate, per_request in runs:
-            measure(cluster, rate, per_request, args.seconds, args.profile)
+            rows.append(measure(cluster, rate, per_request, args.seconds, args.profile))
     finally:
         cluster.stop_brokers(timeout=30)
         cluster.stop()
-    return 0
+    return exit_status(failed_rows(rows, describe))
 
 
 if __name__ == "__main__":

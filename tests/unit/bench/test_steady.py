@@ -11,6 +11,7 @@ from _steady import (
     MOVED_RUNS,
     LeadershipWindow,
     WindowLeadership,
+    exit_status,
     failed_rows,
     leadership_problem,
     summary_fields,
@@ -97,3 +98,11 @@ def test_the_window_samples_both_edges_even_when_its_body_raised() -> None:
     with pytest.raises(ValueError), window:
         raise ValueError("the load failed")
     assert window.result().moved == MOVED.moved
+
+
+def test_the_exit_status_is_1_with_each_reason_on_stderr(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    assert exit_status([]) == 0
+    assert exit_status(["run 1: the leader moved during the window: 1 leadership change(s)"]) == 1
+    assert capsys.readouterr().err == ("the run fails: run 1: the leader moved during the "
+                                       "window: 1 leadership change(s)\n")
