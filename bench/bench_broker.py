@@ -22,9 +22,11 @@ the only form before issue 17), so both can be compared in one sitting.
 
 Prints one JSON line per measurement, each with the 1-minute load average read at its end
 (``load_1m``; the machine is shared); does not touch bench/RESULTS.md. Exits 1 if any produce
-or fetch was refused (a run with errors is not a measurement). The client shares the
-machine's cores with the broker, so figures are a floor. Not a test: never run it in CI. It
-only signals processes it started, by PID (through LocalCluster).
+or fetch was refused (a run with errors is not a measurement), or if the controllers' leader or
+term moved during the produce or the fetch window (``_steady``: each row carries
+``leadership``, the quorum sampled at the window's edges; the reason names the counts). The
+client shares the machine's cores with the broker, so figures are a floor. Not a test: never
+run it in CI. It only signals processes it started, by PID (through LocalCluster).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 import httpx
 
 from _report import emit
+from _steady import LeadershipWindow, exit_status, failed_rows
 from chunkraft.client.broker_client import (
     AsyncBrokerClient,
     decode_partition,
@@ -237,21 +240,34 @@ def decode_item(kept: list[Any]) -> dict[str, Any]:
             "records_per_s": round(records / elapsed) if elapsed else None}
 
 
-async def measure(cluster: LocalCluster, args: argparse.Namespace) -> None:
+async def measure(cluster: LocalCluster, args: argparse.Namespace) -> list[str]:
+    """Produces, fetches and decodes, printing each row; returns why the run fails, if it
+    does (produce errors, a window whose controllers' leader moved)."""
     url = cluster.broker_url(0)
     token = cluster.admin_token
     async with AsyncBrokerClient(url, token=token) as client:
         await wait_leader(client, args.partitions, 60.0)
-    produced = await produce_phase(url, token, args)
+    with LeadershipWindow(cluster.leadership) as window:
+        produced = await produce_phase(url, token, args)
+    produced.update(window.result().fields())
     emit(produced)
-    fetched, kept = await fetch_phase(url, token, args)
+    with LeadershipWindow(cluster.leadership) as window:
+        fetched, kept = await fetch_phase(url, token, args)
+    fetched.update(window.result().fields())
     emit(fetched)
     emit(decode_item(kept))
-    if produced["errors"]:
-        raise SystemExit(f"produce errors {produced['errors']}: not a measurement")
+    return problems([produced, fetched])
 
 
-def main() -> None:
+def problems(rows: list[dict[str, Any]]) -> list[str]:
+    """Why the produce and fetch rows are not a measurement: produce errors, and each
+    window whose controllers' leader moved."""
+    errors = [f"produce errors {row['errors']}: not a measurement" for row in rows
+              if row["item"] == "produce" and row["errors"]]
+    return [*errors, *failed_rows(rows, lambda row: f"the {row['item']} window")]
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=100)
@@ -274,8 +290,9 @@ def main() -> None:
             cluster.start_brokers()
             cluster.wait_brokers_ready(timeout=60.0)
             create_topic(cluster, args.partitions, args.replication_factor)
-            asyncio.run(measure(cluster, args))
+            found = asyncio.run(measure(cluster, args))
+    return exit_status(found)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
