@@ -21,6 +21,13 @@ no forced fsync) on 127.0.0.1; the real :class:`Producer` and :class:`Consumer` 
   0. A fresh consumer reads each topic from offset 0 to the end, ``--reads`` times; prints
   records/s and MB/s (10^6 bytes of values) of each read and their median.
 
+The controller quorum must keep its leader through every measured window (the chunk cuts move a
+partition's leader among the brokers, not the controllers'): the latency window (from the first
+measured send until the consumer is done) and each read follow the steady-leader rule of
+``_steady``. Each row carries ``leadership`` (the quorum at the window's edges, and what moved;
+a median, ``leadership_moved_runs``), and a window whose leader or term moved fails the run:
+the reason, naming the counts, is printed, and the exit status is 1.
+
 Prints one JSON line per measurement; does not touch bench/RESULTS.md. The clients share the
 machine's cores with 6 server processes, so figures are a floor. Not a test: never run it in
 CI. It only signals processes it started, by PID (through LocalCluster).
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from _report import emit
+from _steady import LeadershipWindow, exit_status, failed_rows, summary_fields
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
@@ -85,7 +93,17 @@ class Bench:
             raise RuntimeError(f"the cut of {topic}-0 failed: {result}")
 
 
-def latency_phase(bench: Bench, args: argparse.Namespace) -> None:
+def latency_phase(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
+    """Prints and returns the latency row."""
+    with LeadershipWindow(bench.cluster.leadership) as window:
+        row = _latency_window(bench, args)
+    row.update(window.result().fields())
+    emit(row)
+    return row
+
+
+def _latency_window(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
+    """The latency measure itself (see the module doc), as a row."""
     topic = "latency"
     bench.admin.create_topic(topic, None, None, [[0]])
     received: dict[int, float] = {}  # sequence -> ms from send to poll
@@ -144,11 +162,11 @@ def latency_phase(bench: Bench, args: argparse.Namespace) -> None:
     timeline = {second: round(max(values)) for second, values in sorted(by_second.items())}
     after_cut = [ms for seq, ms in received.items()
                  if 0 <= sent_at[seq] - cut_at_ns <= 1_000_000_000]
-    emit({"bench": "clients", "measure": "produce_consume_latency", "rate": args.rate,
-          "linger_ms": args.linger_ms, "sent": args.latency_records,
-          **summary(list(received.values())),
-          "after_cut": summary(after_cut), "cut_at_s": args.latency_records // 2 / args.rate,
-          "max_ms_by_second": timeline})
+    return {"bench": "clients", "measure": "produce_consume_latency", "rate": args.rate,
+            "linger_ms": args.linger_ms, "sent": args.latency_records,
+            **summary(list(received.values())),
+            "after_cut": summary(after_cut), "cut_at_s": args.latency_records // 2 / args.rate,
+            "max_ms_by_second": timeline}
 
 
 def fill(bench: Bench, topic: str, args: argparse.Namespace, spread: bool) -> None:
@@ -196,26 +214,46 @@ def read_all(bench: Bench, topic: str, want: int, client_id: str) -> tuple[float
     return elapsed, value_bytes, brokers
 
 
-def throughput_phase(bench: Bench, args: argparse.Namespace) -> None:
+def throughput_phase(bench: Bench, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Prints and returns every read's row and each layout's median."""
     want = args.records // 10 * 10
+    out: list[dict[str, Any]] = []
     for topic, spread in (("spread", True), ("single", False)):
         fill(bench, topic, args, spread)
         chunks = len(bench.admin.list_chunks(topic, 0))
+        reads: list[dict[str, Any]] = []
         rates: list[float] = []
         for attempt in range(args.reads):
-            elapsed, value_bytes, brokers = read_all(bench, topic, want, f"{topic}-{attempt}")
+            with LeadershipWindow(bench.cluster.leadership) as window:
+                elapsed, value_bytes, brokers = read_all(bench, topic, want,
+                                                         f"{topic}-{attempt}")
             rates.append(want / elapsed)
-            emit({"bench": "clients", "measure": "consumer_throughput", "layout": topic,
-                  "chunks": chunks, "served_by": sorted(brokers), "records": want,
-                  "record_bytes": args.record_bytes, "seconds": round(elapsed, 3),
-                  "records_per_s": round(want / elapsed),
-                  "mb_per_s": round(value_bytes / elapsed / 1e6, 2)})
-        emit({"bench": "clients", "measure": "consumer_throughput_median", "layout": topic,
-              "chunks": chunks, "records_per_s": round(statistics.median(rates)),
-              "mb_per_s": round(statistics.median(rates) * args.record_bytes / 1e6, 2)})
+            reads.append({"bench": "clients", "measure": "consumer_throughput",
+                          "layout": topic, "read": attempt, "chunks": chunks,
+                          "served_by": sorted(brokers), "records": want,
+                          "record_bytes": args.record_bytes, "seconds": round(elapsed, 3),
+                          "records_per_s": round(want / elapsed),
+                          "mb_per_s": round(value_bytes / elapsed / 1e6, 2),
+                          **window.result().fields()})
+            emit(reads[-1])
+        median = {"bench": "clients", "measure": "consumer_throughput_median", "layout": topic,
+                  "chunks": chunks, "runs": len(reads),
+                  "records_per_s": round(statistics.median(rates)),
+                  "mb_per_s": round(statistics.median(rates) * args.record_bytes / 1e6, 2),
+                  **summary_fields(reads)}
+        emit(median)
+        out += [*reads, median]
+    return out
 
 
-def main() -> None:
+def describe(row: dict[str, Any]) -> str:
+    """A row's place in the run, in words."""
+    if row["measure"] == "consumer_throughput":
+        return f"consumer throughput, {row['layout']} layout, read {row['read']}"
+    return str(row["measure"]).replace("_", " ")
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--phase", choices=("latency", "throughput", "all"), default="all")
     parser.add_argument("--latency-records", type=int, default=1000)
@@ -236,14 +274,16 @@ def main() -> None:
             cluster.start_brokers()
             cluster.wait_brokers_ready(timeout=60.0)
             bench = Bench(cluster)
+            rows: list[dict[str, Any]] = []
             try:
                 if args.phase in ("latency", "all"):
-                    latency_phase(bench, args)
+                    rows.append(latency_phase(bench, args))
                 if args.phase in ("throughput", "all"):
-                    throughput_phase(bench, args)
+                    rows += throughput_phase(bench, args)
             finally:
                 bench.admin.close()
+    return exit_status(failed_rows(rows, describe))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
