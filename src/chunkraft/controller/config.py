@@ -18,6 +18,13 @@ from typing import Any
 
 from chunkraft.controller.addresses import ControllerUrl, Listener, Voter, is_wildcard
 from chunkraft.controller.config_layers import COMMAND_LINE, RawSetting, read_layers
+from chunkraft.controller.kafka_listeners import (
+    SASL_MECHANISMS,
+    KafkaListener,
+    advertised_kafka,
+    kafka_listeners,
+    rest_listener,
+)
 from chunkraft.controller.settings import SETTINGS
 from chunkraft.errors import ConfigError
 
@@ -104,6 +111,18 @@ class ControllerConfig:
     http_head_timeout_ms: int = 10_000
     http_body_timeout_ms: int = 30_000
     http_max_connections_per_address: int = 1_000
+    # Kafka-protocol listeners (chunkraft.kafka.server): split out of listeners by _derive.
+    kafka_listeners: tuple[KafkaListener, ...] = ()
+    kafka_advertised_listeners: tuple[KafkaListener, ...] = ()
+    listener_security_protocol_map: tuple[tuple[str, str], ...] = ()
+    sasl_enabled_mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    controller_kafka_endpoints: tuple[tuple[int, str, int], ...] | None = None
+    # Kafka's own default frame limit is 100 MiB; an admin request is far smaller, and a
+    # controller must not buffer 100 MiB per connection.
+    socket_request_max_bytes: int = 8 * _MIB
+    max_connections_per_ip: int = 1_000
+    connections_max_idle_ms: int = 600_000
+    sasl_handshake_timeout_ms: int = 10_000
     sources: InitVar[Mapping[str, str] | None] = None
 
     def __post_init__(self, sources: Mapping[str, str] | None) -> None:
@@ -326,11 +345,35 @@ def _password(raw: Mapping[str, RawSetting], values: dict[str, Any],
     sources["raft.password"] = f"file {path}, named by raft.password.file ({file_source})"
 
 
+def _split_listeners(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Splits listeners (and advertised.listeners) into the HTTP listener and the Kafka ones."""
+    protocols = dict(values.get("listener.security.protocol.map", ()))
+    entries = values["listeners"]
+    http = rest_listener(entries)
+    if http is None:
+        raise ConfigError(f"listeners ({sources['listeners']}): give the HTTP API's "
+                          "http://host:port (or https://) among the listeners",
+                          setting="listeners", source=sources["listeners"])
+    try:
+        kafka = kafka_listeners(entries, protocols)
+        advertised = values.get("advertised.listeners")
+        values["listeners"], values["kafka.listeners"] = http, kafka
+        if advertised is None:
+            values["advertised.listeners"] = http
+            sources["advertised.listeners"] = f"not set: listeners, {sources['listeners']}"
+            values["kafka.advertised.listeners"] = advertised_kafka(kafka, ())
+            return
+        values["advertised.listeners"] = rest_listener(advertised) or http
+        values["kafka.advertised.listeners"] = advertised_kafka(
+            kafka, kafka_listeners(advertised, protocols))
+    except ValueError as error:
+        raise ConfigError(f"listeners ({sources['listeners']}): {error}",
+                          setting="listeners", source=sources["listeners"]) from None
+
+
 def _derive(values: dict[str, Any], sources: dict[str, str]) -> None:
     """Fills advertised.listeners and controller.http.urls when they were not set."""
-    if "advertised.listeners" not in values:
-        values["advertised.listeners"] = values["listeners"]
-        sources["advertised.listeners"] = f"not set: listeners, {sources['listeners']}"
+    _split_listeners(values, sources)
     if "controller.http.urls" in values:
         return
     if len(values["controller.quorum.voters"]) > 1:

@@ -22,6 +22,12 @@ from chunkraft.controller.addresses import (
     parse_node_id,
     parse_voters,
 )
+from chunkraft.controller.kafka_listeners import (
+    parse_kafka_endpoints,
+    parse_listener_entries,
+    parse_mechanisms,
+    parse_protocol_map,
+)
 from chunkraft.records.uuids import parse_kafka_uuid
 
 __all__ = [
@@ -112,6 +118,18 @@ def parse_optional_listener(text: str) -> Listener | None:
     return parse_listener(text) if text else None
 
 
+def _optional_entries(text: str) -> Any:
+    return parse_listener_entries(text) if text else None
+
+
+def _protocol_map(text: str) -> Any:
+    return tuple(parse_protocol_map(text).items())
+
+
+def _kafka_endpoints(text: str) -> Any:
+    return parse_kafka_endpoints(text) if text else None
+
+
 def _optional_urls(text: str) -> Any:
     return parse_controller_urls(text) if text else None
 
@@ -191,12 +209,58 @@ SETTINGS: tuple[Setting, ...] = (
         parse_optional_path,
         "A file whose content (surrounding whitespace removed) is raft.password.",
     ),
-    Setting("listeners", parse_listener, "Where the HTTP API listens: `http://host:port`.", True),
+    Setting("listeners", parse_listener_entries,
+            "Where the HTTP API listens, `http://host:port`, and, comma-separated in Kafka's "
+            "syntax, any Kafka-protocol listeners: `NAME://host:port` (PLAINTEXT, SSL, "
+            "SASL_PLAINTEXT, SASL_SSL, or a name listener.security.protocol.map maps).", True),
     Setting(
         "advertised.listeners",
-        parse_optional_listener,
-        "The URL others use to reach this controller's HTTP API; default: listeners. Required "
-        "when listeners binds 0.0.0.0 or ::.",
+        _optional_entries,
+        "The addresses others use to reach this controller, in the form of listeners: the HTTP "
+        "URL and Kafka listeners by name; default: listeners. Required when a listener binds "
+        "0.0.0.0 or ::.",
+    ),
+    Setting(
+        "listener.security.protocol.map",
+        _protocol_map,
+        "Kafka's map of listener names to security protocols, `NAME:PROTOCOL,...`, for "
+        "listeners whose name is not a protocol.",
+    ),
+    Setting(
+        "sasl.enabled.mechanisms",
+        parse_mechanisms,
+        "The SASL mechanisms the SASL listeners offer: PLAIN (username = principal, password "
+        "= its bearer token) and OAUTHBEARER (the bearer token).",
+    ),
+    Setting(
+        "controller.kafka.endpoints",
+        _kafka_endpoints,
+        "Every controller's Kafka listener as `id@host:port,...`: the controllers that "
+        "DescribeCluster names to `--bootstrap-controller` clients; default: this node's own.",
+    ),
+    Setting(
+        "socket.request.max.bytes",
+        parse_integer,
+        "Largest Kafka request frame; a longer one closes its connection before it is read.",
+        minimum=1024,
+    ),
+    Setting(
+        "max.connections.per.ip",
+        parse_integer,
+        "Most open Kafka-protocol connections from one address; more are closed at once.",
+        minimum=1,
+    ),
+    Setting(
+        "connections.max.idle.ms",
+        parse_integer,
+        "A Kafka-protocol connection that sends nothing for this long is closed.",
+        minimum=1,
+    ),
+    Setting(
+        "sasl.handshake.timeout.ms",
+        parse_integer,
+        "A Kafka-protocol connection of a SASL listener must authenticate within this time.",
+        minimum=1,
     ),
     Setting(
         "controller.http.urls",

@@ -1,0 +1,1 @@
+"""Kafka's admin APIs translated to the operations the REST API and the controller RPC run."""

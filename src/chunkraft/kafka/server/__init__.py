@@ -1,0 +1,1 @@
+"""Kafka's wire protocol served on an asyncio listener: framing, limits, SASL, the handlers."""
