@@ -50,6 +50,8 @@ class Errors(enum.Enum):
     GROUP_AUTHORIZATION_FAILED = (30, False, "Group authorization failed.")
     CLUSTER_AUTHORIZATION_FAILED = (31, False, "Cluster authorization failed.")
     INVALID_TIMESTAMP = (32, False, "The timestamp of the message is out of acceptable range.")
+    UNSUPPORTED_SASL_MECHANISM = (33, False, "The broker does not support the requested SASL mechanism.")
+    ILLEGAL_SASL_STATE = (34, False, "Request is not valid given the current SASL state.")
     UNSUPPORTED_VERSION = (35, False, "The version of API is not supported.")
     TOPIC_ALREADY_EXISTS = (36, False, "Topic with this name already exists.")
     INVALID_PARTITIONS = (37, False, "Number of partitions is below 1.")
