@@ -20,6 +20,10 @@ from chunkraft.protocol.acls import (
     DescribeAclsResource,
     DescribeAclsResponse,
 )
+from chunkraft.protocol.acls import AclOperation as O
+from chunkraft.protocol.acls import AclPatternType as P
+from chunkraft.protocol.acls import AclPermissionType as A
+from chunkraft.protocol.acls import AclResourceType as T
 from tests.unit.controller.operations.cluster_builders import cluster
 from tests.unit.kafka.admin.support import (
     FakeGateway,
@@ -78,10 +82,11 @@ def describe_request() -> Any:
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_describe_acls(version: int) -> None:
     gateway = FakeGateway({DESCRIBE: DescribeAclsResponse(resources=(DescribeAclsResource(
-        resource_type=2, resource_name="orders", pattern_type=4, acls=(
-            AclDescription(principal="User:bob", host="*", operation=3, permission_type=3),
-            AclDescription(principal="User:bob", host="10.0.0.1", operation=4,
-                           permission_type=2))),))})
+        resource_type=T.TOPIC, resource_name="orders", pattern_type=P.PREFIXED, acls=(
+            AclDescription(principal="User:bob", host="*", operation=O.READ,
+                           permission_type=A.ALLOW),
+            AclDescription(principal="User:bob", host="10.0.0.1", operation=O.WRITE,
+                           permission_type=A.DENY))),))})
     request = from_kafka_python(AdminApi.DESCRIBE_ACLS, "DescribeAcls", version,
                                 describe_request())
     response = run(acls.describe_acls, request, gateway)
@@ -123,8 +128,8 @@ def delete_request() -> Any:
 def test_delete_acls(version: int) -> None:
     gateway = FakeGateway({DELETE: DeleteAclsResponse(filter_results=(
         DeleteAclsFilterResult(matching_acls=(DeleteAclsMatchingAcl(
-            resource_type=2, resource_name="orders", pattern_type=3, principal="User:bob",
-            host="*", operation=3, permission_type=3),)),
+            resource_type=T.TOPIC, resource_name="orders", pattern_type=P.LITERAL,
+            principal="User:bob", host="*", operation=O.READ, permission_type=A.ALLOW),)),
         DeleteAclsFilterResult(error_code=42, error_message="Unknown operation."),
     ))})
     request = from_kafka_python(AdminApi.DELETE_ACLS, "DeleteAcls", version, delete_request())
