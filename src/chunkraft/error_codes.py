@@ -95,6 +95,8 @@ class Errors(enum.Enum):
     TRANSACTIONAL_ID_NOT_FOUND = (105, False, "The transactionalId could not be found.")
     INELIGIBLE_REPLICA = (107, False, "The new ISR contains at least one ineligible replica.")
     NEW_LEADER_ELECTED = (108, False, "The AlterPartition request successfully updated the partition state but the leader has changed.")
+    MISMATCHED_ENDPOINT_TYPE = (114, False, "The request was sent to an endpoint of the wrong type.")
+    UNSUPPORTED_ENDPOINT_TYPE = (115, False, "This endpoint type is not supported yet.")
     DUPLICATE_VOTER = (120, False, "The voter is already part of the set of voters.")
     VOTER_NOT_FOUND = (121, False, "The voter is not part of the set of voters.")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -35,8 +36,13 @@ class Health(BaseModel):
 
 def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
                freeze_heap: bool = False,
-               chunk_retention_interval: float | None = 300.0) -> FastAPI:
+               chunk_retention_interval: float | None = 300.0,
+               services: Sequence[Callable[[FastAPI], AbstractAsyncContextManager[None]]] = (),
+               ) -> FastAPI:
     """The FastAPI application of one controller node; nothing is built at import time.
+
+    ``services`` run for the app's lifetime, entered in order once the controller started and
+    left in reverse when it stops (the Kafka listeners: they need the app's routes).
 
     ``chunk_retention_interval`` (seconds; None: never) is how often the leader deletes the
     inactive chunks past their topic's retention
@@ -64,7 +70,10 @@ def create_app(context: ControllerContext, *, monitor_sessions: bool = True,
             controller = context.controller
             tasks.append(asyncio.create_task(run_heap_freezer(lambda: controller.image.offset)))
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                for service in services:
+                    await stack.enter_async_context(service(app))
+                yield
         finally:
             for task in tasks:
                 task.cancel()

@@ -26,6 +26,7 @@ __all__ = [
     "CertificateHttpToolsProtocol",
     "TlsSettings",
     "client_ssl_context",
+    "server_ssl_context",
     "tls_extension",
 ]
 
@@ -118,3 +119,15 @@ class CertificateHttpToolsProtocol(HttpToolsProtocol):
         if self._tls is not None:
             # One dict per connection: the application reads it, never writes it.
             self.scope["extensions"] = {"tls": self._tls}
+
+
+def server_ssl_context(settings: TlsSettings) -> ssl.SSLContext:
+    """The server side of these files, for listeners other than uvicorn's (Kafka's SSL and
+    SASL_SSL): the certificate, and client certificates verified as ``client_auth`` says."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(settings.certfile),
+                            str(settings.keyfile) if settings.keyfile else None)
+    context.verify_mode = CLIENT_AUTH_MODES[settings.client_auth]
+    if settings.ca_file is not None:
+        context.load_verify_locations(cafile=str(settings.ca_file))
+    return context

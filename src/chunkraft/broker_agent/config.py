@@ -18,6 +18,13 @@ from typing import Any
 from chunkraft.broker_agent.settings import SETTINGS
 from chunkraft.controller.addresses import Listener, is_wildcard
 from chunkraft.controller.config_layers import COMMAND_LINE, read_layers
+from chunkraft.controller.kafka_listeners import (
+    SASL_MECHANISMS,
+    KafkaListener,
+    advertised_kafka,
+    kafka_listeners,
+    rest_listener,
+)
 from chunkraft.errors import ConfigError
 
 __all__ = ["COMMAND_LINE", "BrokerConfig", "load_broker_config"]
@@ -73,6 +80,16 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = 3
     offsets_topic_num_partitions: int = 3
     transaction_max_timeout_ms: int = 900_000
+    # Kafka-protocol listeners (chunkraft.kafka.server): split out of listeners at load.
+    kafka_listeners: tuple[KafkaListener, ...] = ()
+    kafka_advertised_listeners: tuple[KafkaListener, ...] = ()
+    listener_security_protocol_map: tuple[tuple[str, str], ...] = ()
+    sasl_enabled_mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    # Kafka's default: a produce request may carry 100 MiB of record batches.
+    socket_request_max_bytes: int = 100 * _MIB
+    max_connections_per_ip: int = 1_000
+    connections_max_idle_ms: int = 600_000
+    sasl_handshake_timeout_ms: int = 10_000
     sources: InitVar[Mapping[str, str] | None] = None
 
     def __post_init__(self, sources: Mapping[str, str] | None) -> None:
@@ -164,4 +181,26 @@ def load_broker_config(config_file: str | None, overrides: Mapping[str, str],
                               f"{setting.env_var}, or with --override {setting.name}=...",
                               setting=setting.name)
     sources = {name: item.source for name, item in raw.items()}
+    _split_listeners(values, sources)
     return BrokerConfig(**values, sources=sources)
+
+
+def _split_listeners(values: dict[str, Any], sources: Mapping[str, str]) -> None:
+    """listeners (and advertised.listeners) -> the HTTP listener and the Kafka ones."""
+    protocols = dict(values.get("listener_security_protocol_map", ()))
+    where = _where(sources, "listeners")
+    http = rest_listener(values["listeners"])
+    if http is None:
+        raise ConfigError(f"{where}: give the data plane's http://host:port (or https://) "
+                          "among the listeners", setting="listeners",
+                          source=sources.get("listeners"))
+    try:
+        kafka = kafka_listeners(values["listeners"], protocols)
+        advertised = values.get("advertised_listeners")
+        values["listeners"], values["kafka_listeners"] = http, kafka
+        values["advertised_listeners"] = rest_listener(advertised) if advertised else None
+        values["kafka_advertised_listeners"] = advertised_kafka(
+            kafka, kafka_listeners(advertised, protocols) if advertised else ())
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}", setting="listeners",
+                          source=sources.get("listeners")) from None

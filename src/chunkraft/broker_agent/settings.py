@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.controller.addresses import parse_listener, parse_node_id
+from chunkraft.controller.kafka_listeners import (
+    parse_listener_entries,
+    parse_mechanisms,
+    parse_protocol_map,
+)
 from chunkraft.controller.settings import Setting, parse_cluster_id
 from chunkraft.controller.settings import parse_boolean as _boolean
 from chunkraft.controller.settings import parse_broker_principal as _broker_principal
 from chunkraft.controller.settings import parse_client_auth as _client_auth
 from chunkraft.controller.settings import parse_integer as _integer
-from chunkraft.controller.settings import parse_optional_listener as _optional_listener
 from chunkraft.controller.settings import parse_optional_path as _optional_path
 from chunkraft.controller.settings import parse_principals as _principals
 
@@ -46,6 +50,14 @@ class BrokerSetting(Setting):
 
 
 
+
+
+def _optional_entries(text: str) -> Any:
+    return parse_listener_entries(text) if text else None
+
+
+def _protocol_map(text: str) -> Any:
+    return tuple(parse_protocol_map(text).items())
 
 
 def _optional_text(text: str) -> str | None:
@@ -94,11 +106,27 @@ SETTINGS: tuple[BrokerSetting, ...] = (
     BrokerSetting("controller.quorum.bootstrap.servers", _controller_urls, "The controllers' "
                   "HTTP URLs, `http://host:port,...`; any of them serves the broker (followers "
                   "forward writes to the leader).", True),
-    BrokerSetting("listeners", parse_listener, "Where the data plane listens: "
-                  "`http://host:port` (or https://). Registered as listener `HTTP` (`HTTPS`).",
-                  True),
-    BrokerSetting("advertised.listeners", _optional_listener, "The URL others reach this "
-                  "broker at; default: listeners. Required when listeners binds 0.0.0.0 or ::."),
+    BrokerSetting("listeners", parse_listener_entries, "Where the data plane listens: "
+                  "`http://host:port` (or https://), registered as listener `HTTP` (`HTTPS`); "
+                  "and, comma-separated in Kafka's syntax, any Kafka-protocol listeners "
+                  "`NAME://host:port` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or a name "
+                  "listener.security.protocol.map maps), registered under their names.", True),
+    BrokerSetting("advertised.listeners", _optional_entries, "The addresses others reach this "
+                  "broker at, in the form of listeners (the HTTP URL, Kafka listeners by "
+                  "name); default: listeners. Required when a listener binds 0.0.0.0 or ::."),
+    BrokerSetting("listener.security.protocol.map", _protocol_map, "Kafka's `NAME:PROTOCOL,...` "
+                  "for Kafka listeners whose name is not a security protocol."),
+    BrokerSetting("sasl.enabled.mechanisms", parse_mechanisms, "The SASL mechanisms of the SASL "
+                  "listeners: PLAIN (username = principal, password = its bearer token) and "
+                  "OAUTHBEARER (the bearer token)."),
+    BrokerSetting("socket.request.max.bytes", _integer, "Largest Kafka request frame; a longer "
+                  "one closes its connection before it is read.", minimum=1024),
+    BrokerSetting("max.connections.per.ip", _integer, "Most open Kafka-protocol connections "
+                  "from one address; more are closed at once.", minimum=1),
+    BrokerSetting("connections.max.idle.ms", _integer, "A Kafka-protocol connection that sends "
+                  "nothing for this long is closed.", minimum=1),
+    BrokerSetting("sasl.handshake.timeout.ms", _integer, "A connection to a SASL listener must "
+                  "authenticate within this time.", minimum=1),
     BrokerSetting("log.dirs", _log_dirs, "The directory of this broker's partition logs (one).",
                   True),
     BrokerSetting("broker.token.file", _optional_path, "A file holding the bearer token this "

@@ -33,6 +33,7 @@ from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.transport_guard import TransportLimits
 from chunkraft.controller.storage import check_storage
 from chunkraft.errors import ChunkraftError, ConfigError
+from chunkraft.kafka.controller_service import controller_kafka_service
 from chunkraft.security.authorizer import Authorizer
 from chunkraft.security.credentials import CredentialsFileError, CredentialStore
 
@@ -170,8 +171,10 @@ def run_controller(config: ControllerConfig) -> int:
             limits=limits_of(config),
             export_dir=config.metadata_snapshot_export_dir,
         )
+        kafka = controller_kafka_service(config, context, tls)
         app = create_app(context, freeze_heap=True, chunk_retention_interval=(
-            config.log_retention_check_interval_ms / 1000))
+            config.log_retention_check_interval_ms / 1000),
+            services=(kafka,) if kafka is not None else ())
         listener = config.listeners
         server = _ControllerServer(uvicorn.Config(
             app, host=listener.host, port=listener.port, log_level="warning",
@@ -183,8 +186,9 @@ def run_controller(config: ControllerConfig) -> int:
                 body_timeout_s=config.http_body_timeout_ms / 1000,
                 max_connections_per_address=config.http_max_connections_per_address),
                 tls.uvicorn_options() if tls else None)), on_stop=controller.release_waiters)
-        logger.info("controller %d: Raft on %s, HTTP on %s, cluster %s", config.node_id,
-                    config.raft_address, listener.url, config.cluster_id)
+        logger.info("controller %d: Raft on %s, HTTP on %s, Kafka on %s, cluster %s",
+                    config.node_id, config.raft_address, listener.url,
+                    ",".join(map(str, config.kafka_listeners)) or "(none)", config.cluster_id)
         server.run()  # uvloop and httptools when installed (they are dependencies)
     finally:
         node.close()

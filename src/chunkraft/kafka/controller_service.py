@@ -1,0 +1,97 @@
+"""The Kafka listener of a controller: KIP-919's ``--bootstrap-controller`` target.
+
+A controller serves, on each Kafka listener of ``listeners``: ApiVersions and SASL; Metadata and
+DescribeCluster from its own committed image (DescribeCluster answers the controllers, endpoint
+type 2, with the active controller as ``controller_id``); and the admin APIs, each running the
+controller RPC route its REST twin runs, in-process (:class:`~chunkraft.kafka.route_gateway.
+RouteGateway`), so a follower forwards writes to the leader exactly as for REST.
+
+The listener runs on the controller's event loop, beside uvicorn: it never touches the Raft
+thread but through the same operations the HTTP routes use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+from chunkraft.api.context import ControllerContext
+from chunkraft.api.tls import TlsSettings, server_ssl_context
+from chunkraft.controller.config import ControllerConfig
+from chunkraft.kafka.admin.registry import admin_handlers
+from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
+from chunkraft.kafka.route_gateway import RouteGateway
+from chunkraft.kafka.server.connection import ConnectionLimits
+from chunkraft.kafka.server.listener import KafkaServer
+from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
+from chunkraft.kafka.server.sasl import KafkaAuthenticator
+
+__all__ = ["connection_limits", "controller_kafka_service"]
+
+Service = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
+
+
+def connection_limits(config: Any) -> ConnectionLimits:
+    """The Kafka connection limits of a controller's or a broker's settings."""
+    return ConnectionLimits(
+        max_frame_bytes=config.socket_request_max_bytes,
+        idle_timeout=config.connections_max_idle_ms / 1000,
+        sasl_timeout=config.sasl_handshake_timeout_ms / 1000)
+
+
+def _controllers(config: ControllerConfig, listener: str) -> list[dict[str, Any]]:
+    """The controllers DescribeCluster names: controller.kafka.endpoints, else this node's
+    advertised listener of that name."""
+    if config.controller_kafka_endpoints:
+        return [{"broker_id": node, "host": host, "port": port, "rack": None}
+                for node, host, port in config.controller_kafka_endpoints]
+    return [{"broker_id": config.node_id, "host": entry.host, "port": entry.port, "rack": None}
+            for entry in config.kafka_advertised_listeners if entry.name == listener]
+
+
+def controller_handlers(config: ControllerConfig, context: ControllerContext,
+                        app: FastAPI) -> list[ApiHandler]:
+    """Every API a controller's Kafka listener serves but ApiVersions and SASL."""
+    cluster_id = context.cluster_id_text
+
+    async def metadata(request: KafkaRequest) -> dict[str, Any]:
+        return metadata_answer(context.controller.image, request.body, request.version,
+                               request.session, context.authorizer, cluster_id=cluster_id,
+                               self_id=None)
+
+    async def describe_cluster(request: KafkaRequest) -> dict[str, Any]:
+        return describe_cluster_answer(
+            context.controller.image, request.body, request.version, request.session,
+            cluster_id=cluster_id, self_id=context.controller.leader_id(),
+            controllers=_controllers(config, request.session.listener))
+
+    return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
+            *admin_handlers(RouteGateway(app))]
+
+
+def controller_kafka_service(config: ControllerConfig, context: ControllerContext,
+                             tls: TlsSettings | None) -> Service | None:
+    """The lifespan service running the controller's Kafka listeners (None without any)."""
+    if not config.kafka_listeners:
+        return None
+    credentials = context.authenticator.credentials if context.authenticator else None
+
+    @contextlib.asynccontextmanager
+    async def service(app: FastAPI) -> AsyncIterator[None]:
+        server = KafkaServer(
+            config.kafka_listeners, controller_handlers(config, context, app),
+            KafkaAuthenticator(credentials, config.sasl_enabled_mechanisms,
+                               config.auth_allow_anonymous),
+            limits=connection_limits(config),
+            max_connections_per_ip=config.max_connections_per_ip,
+            tls=server_ssl_context(tls) if tls is not None else None)
+        await server.start()
+        try:
+            yield
+        finally:
+            await server.close()
+
+    return service
