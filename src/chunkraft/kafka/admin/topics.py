@@ -22,7 +22,7 @@ from typing import Any
 from chunkraft.configs.keys import TOPIC_KEYS
 from chunkraft.configs.resolve import ConfigSource
 from chunkraft.error_codes import Errors
-from chunkraft.kafka.admin.common import ROUTES, ZERO_UUID, AdminApi, topic_id_text, topic_uuid
+from chunkraft.kafka.admin.common import ROUTES, AdminApi, topic_id_text, topic_uuid
 from chunkraft.kafka.admin.errors import answers_request_errors
 from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
 from chunkraft.kafka.server.requests import KafkaRequest, KafkaSession
@@ -70,7 +70,7 @@ async def create_topics(request: KafkaRequest, gateway: AdminGateway) -> dict[st
         ROUTES[AdminApi.CREATE_TOPICS], create_topics_body(body), request.session))
     results: list[dict[str, Any]] = [{
         "name": topic.name,
-        "topic_id": ZERO_UUID,
+        "topic_id": topic_uuid(topic.topic_id),
         "error_code": topic.error_code,
         "error_message": topic.error_message,
         "topic_config_error_code": 0,

@@ -153,28 +153,32 @@ class ImageGateway:
         request: Any = REQUEST_MODELS[path].model_validate_json(json.dumps(body))
         principal = SESSION.principal
         assert principal is not None
+        # Each route's operation, as api/controller_routes.py binds it (no authorizer).
         operations: dict[str, Callable[[Any], Any]] = {
-            ROUTES[AdminApi.CREATE_TOPICS]: authorized.create_topics_as(principal, None, request),
-            ROUTES[AdminApi.DELETE_TOPICS]: authorized.delete_topics_as(principal, None, request),
-            ROUTES[AdminApi.CREATE_PARTITIONS]: authorized.create_partitions_as(
-                principal, None, request),
-            ROUTES[AdminApi.CREATE_CHUNKS]: authorized.create_chunks_as(principal, None, request),
-            ROUTES[AdminApi.ALTER_CHUNK_ASSIGNMENTS]: authorized.alter_chunk_assignments_as(
-                principal, None, request),
-            ROUTES[AdminApi.DESCRIBE_CONFIGS]: lambda image: config_operations.describe_configs(
-                image, request),
-            ROUTES[AdminApi.ALTER_CONFIGS]: lambda image: config_operations.alter_configs(
-                image, request),
+            ROUTES[AdminApi.CREATE_TOPICS]: lambda r: authorized.create_topics_as(
+                principal, None, r),
+            ROUTES[AdminApi.DELETE_TOPICS]: lambda r: authorized.delete_topics_as(
+                principal, None, r),
+            ROUTES[AdminApi.CREATE_PARTITIONS]: lambda r: authorized.create_partitions_as(
+                principal, None, r),
+            ROUTES[AdminApi.CREATE_CHUNKS]: lambda r: authorized.create_chunks_as(
+                principal, None, r),
+            ROUTES[AdminApi.ALTER_CHUNK_ASSIGNMENTS]:
+                lambda r: authorized.alter_chunk_assignments_as(principal, None, r),
+            ROUTES[AdminApi.DESCRIBE_CONFIGS]:
+                lambda r: lambda image: config_operations.describe_configs(image, r),
+            ROUTES[AdminApi.ALTER_CONFIGS]:
+                lambda r: lambda image: config_operations.alter_configs(image, r),
             ROUTES[AdminApi.INCREMENTAL_ALTER_CONFIGS]:
-                lambda image: config_operations.incremental_alter_configs(image, request),
-            ROUTES[AdminApi.CREATE_ACLS]: lambda image: acl_operations.create_acls(image,
-                                                                                   request),
-            ROUTES[AdminApi.DELETE_ACLS]: lambda image: acl_operations.delete_acls(image,
-                                                                                   request),
-            ROUTES[AdminApi.DESCRIBE_ACLS]: lambda image: acl_operations.describe_acls(
-                image, request),
+                lambda r: lambda image: config_operations.incremental_alter_configs(image, r),
+            ROUTES[AdminApi.CREATE_ACLS]:
+                lambda r: lambda image: acl_operations.create_acls(image, r),
+            ROUTES[AdminApi.DELETE_ACLS]:
+                lambda r: lambda image: acl_operations.delete_acls(image, r),
+            ROUTES[AdminApi.DESCRIBE_ACLS]:
+                lambda r: lambda image: acl_operations.describe_acls(image, r),
         }
-        result = operations[path](self.image)
+        result = operations[path](request)(self.image)
         self.image = commit(self.image, result)
         self.paths.append(path)
         return dict(json.loads(result.response.model_dump_json()))
