@@ -86,13 +86,15 @@ class ControllerChannel:
 
     async def call(self, path: str, body: dict[str, Any] | None = None, *,
                    method: str = "POST", params: dict[str, Any] | None = None,
-                   retry_for: float | None = None) -> dict[str, Any]:
+                   retry_for: float | None = None,
+                   headers: dict[str, str] | None = None) -> dict[str, Any]:
         """The JSON answer of ``path`` (``/controller/v1/...``), a 200's body.
 
         Raises ControllerRpcError for a non-retriable HTTP error (its status and error body),
         or when no controller answered within ``retry_for`` (default: the channel's): then the
         status is the last one seen (503 NETWORK_EXCEPTION if none answered at all).
-        Cancellation propagates at once.
+        Cancellation propagates at once. ``headers`` are added to the channel's own (an
+        ``authorization`` of the caller's replaces the broker's token).
         """
         key = os.urandom(16).hex()
         deadline = time.monotonic() + (self.retry_for if retry_for is None else retry_for)
@@ -103,7 +105,8 @@ class ControllerChannel:
             url = self.preferred_url
             try:
                 answer = await self.client.request(method, url + path, json=body, params=params,
-                                                   headers={"Idempotency-Key": key})
+                                                   headers={**(headers or {}),
+                                                            "Idempotency-Key": key})
                 payload: dict[str, Any] = answer.json()
                 if answer.status_code == 200:
                     offset = answer.headers.get("x-metadata-offset")

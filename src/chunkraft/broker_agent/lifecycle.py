@@ -72,8 +72,11 @@ class BrokerLifecycle:
                  scheme: str = "http", rack: str | None = None,
                  cluster_id: Callable[[], str | None],
                  metadata_offset: Callable[[], int],
-                 heartbeat_interval: float = 1.0) -> None:
+                 heartbeat_interval: float = 1.0,
+                 kafka_listeners: tuple[BrokerRegistrationListener, ...] = ()) -> None:
         self.channel = channel
+        self.kafka_listeners = kafka_listeners
+        """The broker's Kafka-protocol listeners, registered after the HTTP one."""
         self.node_id = node_id
         self.listener = BrokerRegistrationListener(
             name=scheme.upper(), host=host, port=port,
@@ -180,7 +183,8 @@ class BrokerLifecycle:
             return  # the metadata stream has not named the cluster yet
         request = BrokerRegistrationRequest(
             broker_id=self.node_id, cluster_id=cluster_id,
-            incarnation_id=kafka_uuid_str(self.incarnation_id), listeners=(self.listener,),
+            incarnation_id=kafka_uuid_str(self.incarnation_id),
+            listeners=(self.listener, *self.kafka_listeners),
             rack=self.rack, previous_broker_epoch=self.previous_broker_epoch)
         body = await self._call("/controller/v1/broker-registration",
                                 request.model_dump(mode="json"))

@@ -37,6 +37,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from chunkraft.api.authentication import Authenticator, principal_of
+from chunkraft.api.tls import TlsSettings, server_ssl_context
 from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.broker_agent.controller_channel import ControllerChannel
 from chunkraft.broker_agent.coordinator.groups import GroupCoordinator
@@ -47,7 +48,9 @@ from chunkraft.broker_agent.metadata_follower import MetadataFollower
 from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.controller.image import MetadataDelta, MetadataImage
 from chunkraft.errors import ChunkraftError, ConfigError
+from chunkraft.kafka.broker_service import broker_kafka_server
 from chunkraft.protocol.acls import AclOperation
+from chunkraft.protocol.brokers import BrokerRegistrationListener
 from chunkraft.protocol.data_plane import BrokerStatus
 from chunkraft.records.uuids import kafka_uuid_str
 from chunkraft.security.authorizer import Authorizer
@@ -87,6 +90,14 @@ def _outbound_ssl(config: BrokerConfig) -> ssl.SSLContext | bool:
     if config.ssl_certfile is not None and config.ssl_keyfile is not None:
         context.load_cert_chain(str(config.ssl_certfile), str(config.ssl_keyfile))
     return context
+
+
+def _kafka_tls(config: BrokerConfig) -> ssl.SSLContext | None:
+    """The server TLS context of the Kafka SSL / SASL_SSL listeners (the ssl.* files)."""
+    if config.ssl_certfile is None:
+        return None
+    return server_ssl_context(TlsSettings(config.ssl_certfile, config.ssl_keyfile,
+                                          config.ssl_ca_file, config.ssl_client_auth))
 
 
 def _authenticator(config: BrokerConfig) -> Authenticator:
@@ -166,7 +177,10 @@ def build_runtime(config: BrokerConfig) -> BrokerRuntime:
         scheme=advertised.scheme, rack=config.broker_rack, cluster_id=cluster_id_text,
         # Read on the heartbeat thread: one int attribute, atomic under the GIL.
         metadata_offset=lambda: follower.applied_offset,
-        heartbeat_interval=heartbeat_interval))
+        heartbeat_interval=heartbeat_interval,
+        kafka_listeners=tuple(BrokerRegistrationListener(
+            name=entry.name, host=entry.host, port=entry.port,
+            security_protocol=entry.protocol_id) for entry in config.kafka_advertised_listeners)))
 
     def broker_epoch() -> int:
         return lifecycle.broker_epoch
@@ -258,7 +272,8 @@ def create_app(runtime: BrokerRuntime) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
         try:
-            yield
+            async with broker_kafka_server(runtime, _kafka_tls(runtime.config)):
+                yield
         finally:
             await runtime.stop()
 

@@ -141,8 +141,14 @@ def _reopen(state_path: Path, state: Any, brokers: int) -> LocalCluster:
         node.raft_port, node.http_port = raft_port, http_port
     for broker_id, port in saved_brokers.items():
         cluster.broker_nodes[int(broker_id)].http_port = port
-    if not saved_brokers and cluster.broker_nodes:
-        _save(state_path, cluster)
+    kafka_ports = state.get("kafka_ports")
+    if kafka_ports:
+        for node_id, port in kafka_ports.get("controllers", {}).items():
+            cluster.nodes[int(node_id)].kafka_port = port
+        for broker_id, port in kafka_ports.get("brokers", {}).items():
+            cluster.broker_nodes[int(broker_id)].kafka_port = port
+    if (not saved_brokers and cluster.broker_nodes) or not kafka_ports:
+        _save(state_path, cluster)  # ports first given by this version are kept from now on
     return cluster
 
 
@@ -150,7 +156,14 @@ def _save(state_path: Path, cluster: LocalCluster) -> None:
     state = {"cluster_id": cluster.cluster_id, "password": cluster.password,
              "nodes": {str(n.node_id): [n.raft_port, n.http_port]
                        for n in cluster.nodes.values()},
-             "brokers": {str(b.broker_id): b.http_port for b in cluster.broker_nodes.values()}}
+             "brokers": {str(b.broker_id): b.http_port for b in cluster.broker_nodes.values()},
+             "kafka_ports": {
+                 "controllers": {str(n.node_id): n.kafka_port for n in cluster.nodes.values()},
+                 "brokers": {str(b.broker_id): b.kafka_port
+                             for b in cluster.broker_nodes.values()}},
+             # Kafka's forms, for stock clients: bootstrap.servers / bootstrap.controllers.
+             "kafka_bootstrap_servers": cluster.kafka_bootstrap_servers,
+             "kafka_bootstrap_controllers": cluster.kafka_bootstrap_controllers}
     write_private(state_path, json.dumps(state, indent=2))  # it holds the Raft password
 
 
@@ -225,6 +238,9 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) ->
         bootstrap = ",".join(cluster.urls)
         print(f"  credentials: {cluster.credentials_path} (admin's command-config: "
               f"{cluster.command_config_path})")
+        if cluster.kafka_bootstrap_controllers:
+            print(f"  Kafka bootstrap controllers ({cluster.kafka_protocol}): "
+                  f"{cluster.kafka_bootstrap_controllers}")
         print(f"  try: chunkraft quorum describe --status --bootstrap-server {bootstrap} "
               f"--command-config {cluster.command_config_path}")
         print(cluster.console_hint())
@@ -241,6 +257,11 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) ->
                 print(f"  broker {broker.broker_id}: {broker.url}  (pid {_pid(broker.process)}, "
                       f"logs {broker.log_dir}, config {broker.config_path}, "
                       f"log {broker.log_path})")
+            if cluster.kafka_bootstrap_servers:
+                print(f"  Kafka bootstrap servers ({cluster.kafka_protocol}): "
+                      f"{cluster.kafka_bootstrap_servers}")
+                print(f"  try: kcat -F {cluster.kafka_client_properties_path} -b "
+                      f"{cluster.kafka_bootstrap_servers} -L")
         if args.demo:
             from chunkraft.deploy.demo_story import run_demo
 

@@ -106,6 +106,8 @@ class LocalCluster:
     """Principal -> its bearer token (the first one made for it)."""
     tls: bool = False
     """Serve https, with certificates from a private CA (see the module docstring)."""
+    kafka: bool = True
+    """Give every node a Kafka listener (SASL_PLAINTEXT, or SASL_SSL with ``tls``)."""
     client_auth: str = "required"
     """``ssl.client.auth`` of every node when ``tls`` is on."""
     _ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
@@ -127,6 +129,53 @@ class LocalCluster:
             for broker_id, port in zip(range(self.broker_count),
                                        free_ports(self.broker_count), strict=True):
                 self.broker_nodes[broker_id] = self._broker_process(broker_id, port)
+        if self.kafka:
+            self._give_kafka_ports()
+
+    def _give_kafka_ports(self) -> None:
+        """A Kafka listener port for every node that has none yet."""
+        nodes: list[ControllerProcess | BrokerProcess] = [
+            *(node for node in self.nodes.values() if not node.kafka_port),
+            *(node for node in self.broker_nodes.values() if not node.kafka_port)]
+        for node, port in zip(nodes, free_ports(len(nodes)), strict=True):
+            node.kafka_port = port
+
+    @property
+    def kafka_protocol(self) -> str:
+        """The security protocol of every node's Kafka listener."""
+        return "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        """The brokers' Kafka listeners, ``host:port,...`` (Kafka's ``bootstrap.servers``)."""
+        return ",".join(f"127.0.0.1:{b.kafka_port}" for b in self.broker_nodes.values()
+                        if b.kafka_port)
+
+    @property
+    def kafka_bootstrap_controllers(self) -> str:
+        """The controllers' Kafka listeners, ``host:port,...`` (KIP-919's
+        ``bootstrap.controllers``)."""
+        return ",".join(f"127.0.0.1:{n.kafka_port}" for n in self.nodes.values()
+                        if n.kafka_port)
+
+    @property
+    def kafka_client_properties_path(self) -> Path:
+        """librdkafka's properties for the admin (``kcat -F``, confluent-kafka)."""
+        return self.base_dir / "kafka-client.properties"
+
+    def kafka_client_settings(self) -> dict[str, str]:
+        """The admin's Kafka client settings, librdkafka's names: SASL/PLAIN as User:admin."""
+        settings = {"security.protocol": self.kafka_protocol.lower(),
+                    "sasl.mechanisms": "PLAIN",
+                    "sasl.username": ADMIN_PRINCIPAL.partition(":")[2],
+                    "sasl.password": self.admin_token}
+        if self.tls:
+            settings["ssl.ca.location"] = str(self.ca_path)
+        return settings
+
+    def _write_kafka_client_properties(self) -> None:
+        text = "".join(f"{key}={value}\n" for key, value in self.kafka_client_settings().items())
+        write_private(self.kafka_client_properties_path, text)  # it holds the admin's token
 
     def _broker_process(self, broker_id: int, port: int) -> BrokerProcess:
         broker_dir = self.base_dir / f"broker-{broker_id}"
@@ -279,6 +328,8 @@ class LocalCluster:
         urls = ",".join(f"{n.node_id}@{n.url}" for n in self.nodes.values())
         if self.tls:
             self._prepare_tls()
+        if self.kafka:
+            self._give_kafka_ports()  # nodes added since construction
         for node in self.nodes.values():
             node.config_path.parent.mkdir(parents=True, exist_ok=True)
             format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
@@ -294,6 +345,11 @@ class LocalCluster:
                 "auth.credentials.file": str(self.credentials_path),
                 "super.users": ADMIN_PRINCIPAL,
             }
+            if node.kafka_port:
+                properties["listeners"] += f",{self.kafka_protocol}://127.0.0.1:{node.kafka_port}"
+                properties["controller.kafka.endpoints"] = ",".join(
+                    f"{n.node_id}@127.0.0.1:{n.kafka_port}" for n in self.nodes.values()
+                    if n.kafka_port)
             if self.tls:
                 certificate, key = self.certificate_paths(f"controller-{node.node_id}")
                 properties.update({"ssl.certfile": str(certificate), "ssl.keyfile": str(key),
@@ -305,6 +361,8 @@ class LocalCluster:
             write_private(node.config_path, text)  # it holds the Raft password
         self._load_credentials()
         self._write_command_config()
+        if self.kafka:
+            self._write_kafka_client_properties()
         self._prepare_brokers()
 
     def _prepare_brokers(self) -> None:
@@ -316,7 +374,9 @@ class LocalCluster:
                 "node.id": str(broker.broker_id),
                 "cluster.id": self.cluster_id,
                 "controller.quorum.bootstrap.servers": bootstrap,
-                "listeners": broker.url,
+                "listeners": broker.url + (
+                    f",{self.kafka_protocol}://127.0.0.1:{broker.kafka_port}"
+                    if broker.kafka_port else ""),
                 "log.dirs": str(broker.log_dir),
                 "broker.token.file": str(broker.token_path),
                 "auth.credentials.file": str(self.credentials_path),

@@ -108,6 +108,8 @@ class ControllerProcess(_NodeProcess):
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     scheme: str = "http"
+    kafka_port: int = 0
+    """The port of its Kafka listener (0: none)."""
 
 
 @dataclass
@@ -122,3 +124,5 @@ class BrokerProcess(_NodeProcess):
     token_path: Path
     process: subprocess.Popen[bytes] | None = None
     scheme: str = "http"
+    kafka_port: int = 0
+    """The port of its Kafka listener (0: none)."""

@@ -1,0 +1,71 @@
+"""The Kafka listener of a broker: the ``--bootstrap-server`` target of stock clients.
+
+A broker serves, on each Kafka listener of ``listeners``: ApiVersions and SASL; Metadata and
+DescribeCluster (endpoint type 1) from its own metadata image, naming itself as the node that
+takes admin requests; and the admin APIs, forwarded to the controllers with the client's own
+credentials (:class:`~chunkraft.kafka.channel_gateway.ChannelGateway`). The listener runs on
+the broker's event loop beside uvicorn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+from chunkraft.broker_agent.runtime import BrokerRuntime
+from chunkraft.kafka.admin.registry import admin_handlers
+from chunkraft.kafka.channel_gateway import ChannelGateway
+from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
+from chunkraft.kafka.controller_service import connection_limits
+from chunkraft.kafka.server.listener import KafkaServer
+from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
+from chunkraft.kafka.server.sasl import KafkaAuthenticator
+from chunkraft.records.uuids import kafka_uuid_str
+
+__all__ = ["broker_handlers", "broker_kafka_server"]
+
+
+def broker_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
+    """Every API a broker's Kafka listener serves but ApiVersions and SASL."""
+    node_id = runtime.node_id
+
+    def cluster_id() -> str:
+        known = runtime.cluster_id
+        return known if isinstance(known, str) else kafka_uuid_str(known)
+
+    async def metadata(request: KafkaRequest) -> dict[str, Any]:
+        return metadata_answer(runtime.follower.image, request.body, request.version,
+                               request.session, runtime.authorizer, cluster_id=cluster_id(),
+                               self_id=node_id)
+
+    async def describe_cluster(request: KafkaRequest) -> dict[str, Any]:
+        return describe_cluster_answer(runtime.follower.image, request.body, request.version,
+                                       request.session, cluster_id=cluster_id(),
+                                       self_id=node_id, controllers=None)
+
+    return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
+            *admin_handlers(ChannelGateway(runtime.controller))]
+
+
+@contextlib.asynccontextmanager
+async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
+                              ) -> AsyncIterator[KafkaServer | None]:
+    """Runs the broker's Kafka listeners for the duration (yields None without any)."""
+    config = runtime.config
+    if not config.kafka_listeners:
+        yield None
+        return
+    authenticator = runtime.authenticator
+    server = KafkaServer(
+        config.kafka_listeners, broker_handlers(runtime),
+        KafkaAuthenticator(authenticator.credentials if authenticator else None,
+                           config.sasl_enabled_mechanisms, config.auth_allow_anonymous),
+        limits=connection_limits(config), max_connections_per_ip=config.max_connections_per_ip,
+        tls=tls)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
