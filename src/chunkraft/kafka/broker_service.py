@@ -2,7 +2,8 @@
 
 A broker serves, on each Kafka listener of ``listeners``: ApiVersions and SASL; Metadata and
 DescribeCluster (endpoint type 1) from its own metadata image, naming itself as the node that
-takes admin requests; and the admin APIs, forwarded to the controllers with the client's own
+takes admin requests; InitProducerId through the broker's own route; and the admin APIs,
+forwarded to the controllers with the client's own
 credentials (:class:`~chunkraft.kafka.channel_gateway.ChannelGateway`). The listener runs on
 the broker's event loop beside uvicorn.
 """
@@ -14,11 +15,15 @@ import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
+from fastapi import FastAPI
+
 from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
 from chunkraft.kafka.controller_service import connection_limits
+from chunkraft.kafka.producer_id_handler import init_producer_id_handler
+from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.listener import KafkaServer
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
@@ -27,8 +32,9 @@ from chunkraft.records.uuids import kafka_uuid_str
 __all__ = ["broker_handlers", "broker_kafka_server"]
 
 
-def broker_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
-    """Every API a broker's Kafka listener serves but ApiVersions and SASL."""
+def broker_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
+    """Every API a broker's Kafka listener serves but ApiVersions and SASL; ``app`` is the
+    broker's HTTP app, whose data-plane routes the data-plane APIs run."""
     node_id = runtime.node_id
 
     def cluster_id() -> str:
@@ -46,12 +52,13 @@ def broker_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
                                        self_id=node_id, controllers=None)
 
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
+            init_producer_id_handler(RouteGateway(app)),
             *admin_handlers(ChannelGateway(runtime.controller))]
 
 
 @contextlib.asynccontextmanager
-async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
-                              ) -> AsyncIterator[KafkaServer | None]:
+async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None,
+                              app: FastAPI) -> AsyncIterator[KafkaServer | None]:
     """Runs the broker's Kafka listeners for the duration (yields None without any)."""
     config = runtime.config
     if not config.kafka_listeners:
@@ -59,7 +66,7 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
         return
     authenticator = runtime.authenticator
     server = KafkaServer(
-        config.kafka_listeners, broker_handlers(runtime),
+        config.kafka_listeners, broker_handlers(runtime, app),
         KafkaAuthenticator(authenticator.credentials if authenticator else None,
                            config.sasl_enabled_mechanisms, config.auth_allow_anonymous),
         limits=connection_limits(config), max_connections_per_ip=config.max_connections_per_ip,

@@ -2,7 +2,8 @@
 
 A controller serves, on each Kafka listener of ``listeners``: ApiVersions and SASL; Metadata and
 DescribeCluster from its own committed image (DescribeCluster answers the controllers, endpoint
-type 2, with the active controller as ``controller_id``); and the admin APIs, each running the
+type 2, with the active controller as ``controller_id``); DescribeQuorum
+(:mod:`~chunkraft.kafka.quorum_answer`); and the admin APIs, each running the
 controller RPC route its REST twin runs, in-process (:class:`~chunkraft.kafka.route_gateway.
 RouteGateway`), so a follower forwards writes to the leader exactly as for REST.
 
@@ -23,11 +24,13 @@ from chunkraft.api.tls import TlsSettings, server_ssl_context
 from chunkraft.controller.config import ControllerConfig
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
+from chunkraft.kafka.quorum_answer import describe_quorum_answer
 from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.connection import ConnectionLimits
 from chunkraft.kafka.server.listener import KafkaServer
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
+from chunkraft.protocol.acls import AclOperation
 
 __all__ = ["connection_limits", "controller_kafka_service"]
 
@@ -68,8 +71,17 @@ def controller_handlers(config: ControllerConfig, context: ControllerContext,
             cluster_id=cluster_id, self_id=context.controller.leader_id(),
             controllers=_controllers(config, request.session.listener))
 
+    async def describe_quorum(request: KafkaRequest) -> dict[str, Any]:
+        image = context.controller.image
+        allowed = context.authorizer is None or context.authorizer.authorize_cluster(
+            image, request.principal, AclOperation.DESCRIBE)
+        endpoints = [(entry["broker_id"], request.session.listener, entry["host"],
+                      entry["port"]) for entry in _controllers(config, request.session.listener)]
+        return describe_quorum_answer(context.controller.raft.status(), request.body,
+                                      allowed=allowed, endpoints=endpoints)
+
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
-            *admin_handlers(RouteGateway(app))]
+            ApiHandler(55, 0, 2, describe_quorum), *admin_handlers(RouteGateway(app))]
 
 
 def controller_kafka_service(config: ControllerConfig, context: ControllerContext,

@@ -176,11 +176,51 @@ def parse_message(text: str, source: str = "") -> MessageSpec:
         latest_unstable=bool(data.get("latestVersionUnstable", False)), source=source)
 
 
+EXTENSIONS = "tagged_extensions.json"
+"""chunkraft's tagged fields on Kafka's messages (in ``chunkraft_messages/``): a list of
+``{"message", "path" (struct fields from the top), "fields"}``, each field in Kafka's syntax."""
+
+
 def _resources() -> Iterator[tuple[str, Any]]:
     for package in (KAFKA_RESOURCES, OWN_RESOURCES):
         for entry in importlib.resources.files(package).iterdir():
-            if entry.name.endswith(".json"):
+            if entry.name.endswith(".json") and entry.name != EXTENSIONS:
                 yield package, entry
+
+
+def _extended(fields: tuple[FieldSpec, ...], path: list[str],
+              added: tuple[FieldSpec, ...], where: str) -> tuple[FieldSpec, ...]:
+    """``fields`` with ``added`` appended to the struct at ``path`` (field names)."""
+    if not path:
+        tags = {f.tag for f in fields if f.tag is not None}
+        clash = [f.name for f in added if f.tag in tags]
+        if clash:
+            raise ValueError(f"{where}: the tag of {', '.join(clash)} is Kafka's already")
+        return fields + added
+    for index, candidate in enumerate(fields):
+        if candidate.name == path[0]:
+            inner = _extended(candidate.fields, path[1:], added, where)
+            changed = FieldSpec(**{**_as_dict(candidate), "fields": inner})
+            return (*fields[:index], changed, *fields[index + 1:])
+    raise ValueError(f"{where}: no field {path[0]}")
+
+
+def _as_dict(spec: FieldSpec) -> dict[str, Any]:
+    return {name: getattr(spec, name) for name in FieldSpec.__slots__}
+
+
+def _apply_extensions(found: dict[str, MessageSpec]) -> None:
+    entry = importlib.resources.files(OWN_RESOURCES).joinpath(EXTENSIONS)
+    data = json.loads(_COMMENTS.sub("", entry.read_text(encoding="utf-8")))
+    for extension in data["extensions"]:
+        name = extension["message"]
+        spec = found[name]
+        added = tuple(_field(raw, {}) for raw in extension["fields"])
+        where = f"{EXTENSIONS}: {name}"
+        fields = _extended(spec.fields, list(extension["path"]), added, where)
+        found[name] = MessageSpec(spec.name, spec.type, spec.api_key, spec.valid,
+                                  spec.flexible, fields, spec.listeners, spec.latest_unstable,
+                                  spec.source)
 
 
 @functools.cache
@@ -193,6 +233,7 @@ def message_specs() -> dict[str, MessageSpec]:
             raise ValueError(f"{spec.name} is defined twice ({found[spec.name].source}, "
                              f"{spec.source})")
         found[spec.name] = spec
+    _apply_extensions(found)
     return found
 
 

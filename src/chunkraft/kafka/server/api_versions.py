@@ -3,7 +3,8 @@
 The ranges come from the listener's handler table, so what is advertised is exactly what is
 served (kafka-python infers the broker's Kafka version from them; librdkafka picks each
 request's version from them). chunkraft's private keys (KIP-1114's chunk APIs) are listed only
-to a client that asked for them on this connection (session extra ``private_apis``): a stock
+to a client that asked for them on this connection, with ApiVersions' tagged field
+``include_private_apis`` (tag 10000, ``chunkraft_messages/tagged_extensions.json``): a stock
 client that meets an unknown key may refuse the whole answer. A request at a version above 4 is
 answered at version 0 with UNSUPPORTED_VERSION and the key list, as Kafka answers it, so the
 client can retry at a version it finds there.
@@ -31,6 +32,8 @@ def api_versions_handler(table: dict[int, ApiHandler]) -> ApiHandler:
                 for key, handler in sorted(table.items()) if private or not handler.private]
 
     async def handle(request: KafkaRequest) -> dict[str, Any]:
+        if request.body.get("include_private_apis"):  # chunkraft's own tagged field
+            request.session.extras["private_apis"] = True
         private = bool(request.session.extras.get("private_apis"))
         if request.version > API_VERSIONS_MAX:
             return {"error_code": UNSUPPORTED_VERSION, "api_keys": keys(private)}
