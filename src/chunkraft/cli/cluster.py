@@ -143,10 +143,13 @@ def _reopen(state_path: Path, state: Any, brokers: int) -> LocalCluster:
         cluster.broker_nodes[int(broker_id)].http_port = port
     kafka_ports = state.get("kafka_ports")
     if kafka_ports:
+        # Only the nodes the file names elsewhere: others get their own ports.
         for node_id, port in kafka_ports.get("controllers", {}).items():
-            cluster.nodes[int(node_id)].kafka_port = port
+            if int(node_id) in cluster.nodes:
+                cluster.nodes[int(node_id)].kafka_port = port
         for broker_id, port in kafka_ports.get("brokers", {}).items():
-            cluster.broker_nodes[int(broker_id)].kafka_port = port
+            if int(broker_id) in cluster.broker_nodes:
+                cluster.broker_nodes[int(broker_id)].kafka_port = port
     if (not saved_brokers and cluster.broker_nodes) or not kafka_ports:
         _save(state_path, cluster)  # ports first given by this version are kept from now on
     return cluster

@@ -21,15 +21,14 @@ quorum is ready: :meth:`LocalCluster.grant_broker_acls` first gives each broker 
 CLUSTER_ACTION on the cluster (what registering, heartbeating and reading the metadata stream
 need). :meth:`LocalCluster.wait_brokers_ready` waits until each runs registered and unfenced.
 
-Logs: each node's stdout and stderr go to ``base_dir/controller-<id>/controller.log`` or
-``base_dir/broker-<id>/broker.log``, opened to append: a node started again (after a stop, a
-kill or a crash, in this run or a later one) keeps writing to the same file after its earlier
-output, each start marked by a ``=== <UTC time> broker 1 started by chunkraft ... ===`` line.
-
+Logs: each node's output is appended to ``base_dir/controller-<id>/controller.log`` or
+``base_dir/broker-<id>/broker.log``, each start marked by a ``=== <UTC time> ... ===`` line.
 Settings: ``extra_properties`` / ``broker_properties`` go into every controller's / broker's
-properties file, ``node_properties`` / ``broker_node_properties`` into one node's (winning);
-the files are what the processes read, so a node restarted by hand with ``--config`` of its file
-gets the same settings.
+properties file, ``node_properties`` / ``broker_node_properties`` into one node's (winning).
+
+Kafka (``kafka=True``, the default): every node also has a Kafka listener on 127.0.0.1
+(:mod:`chunkraft.deploy.local_kafka`), and ``kafka-client.properties`` holds the admin's
+SASL/PLAIN settings for stock clients.
 
 TLS (``tls=True``): ``prepare`` makes a private CA under ``base_dir/tls`` and a certificate per
 node (CN ``controller-N``, subjectAltName 127.0.0.1) and for the admin (CN ``admin``); every
@@ -53,6 +52,14 @@ from typing import Any
 import httpx
 
 from chunkraft.controller.storage import format_storage, random_cluster_id
+from chunkraft.deploy.local_kafka import (
+    bootstrap_list,
+    client_settings,
+    give_kafka_ports,
+    kafka_protocol,
+    properties_text,
+)
+from chunkraft.deploy.local_tls import issue_local, local_client_context
 from chunkraft.deploy.node_process import (
     BrokerProcess,
     ControllerProcess,
@@ -63,7 +70,6 @@ from chunkraft.deploy.node_process import (
 from chunkraft.deploy.steady_leader import LeadershipSample, sample_leadership
 from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security import credentials
-from chunkraft.security.certificates import Issued, issue_certificate, make_ca
 
 __all__ = [
     "ADMIN_PRINCIPAL",
@@ -130,33 +136,22 @@ class LocalCluster:
                                        free_ports(self.broker_count), strict=True):
                 self.broker_nodes[broker_id] = self._broker_process(broker_id, port)
         if self.kafka:
-            self._give_kafka_ports()
-
-    def _give_kafka_ports(self) -> None:
-        """A Kafka listener port for every node that has none yet."""
-        nodes: list[ControllerProcess | BrokerProcess] = [
-            *(node for node in self.nodes.values() if not node.kafka_port),
-            *(node for node in self.broker_nodes.values() if not node.kafka_port)]
-        for node, port in zip(nodes, free_ports(len(nodes)), strict=True):
-            node.kafka_port = port
+            give_kafka_ports([*self.nodes.values(), *self.broker_nodes.values()])
 
     @property
     def kafka_protocol(self) -> str:
         """The security protocol of every node's Kafka listener."""
-        return "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
+        return kafka_protocol(self.tls)
 
     @property
     def kafka_bootstrap_servers(self) -> str:
         """The brokers' Kafka listeners, ``host:port,...`` (Kafka's ``bootstrap.servers``)."""
-        return ",".join(f"127.0.0.1:{b.kafka_port}" for b in self.broker_nodes.values()
-                        if b.kafka_port)
+        return bootstrap_list(self.broker_nodes.values())
 
     @property
     def kafka_bootstrap_controllers(self) -> str:
-        """The controllers' Kafka listeners, ``host:port,...`` (KIP-919's
-        ``bootstrap.controllers``)."""
-        return ",".join(f"127.0.0.1:{n.kafka_port}" for n in self.nodes.values()
-                        if n.kafka_port)
+        """The controllers' Kafka listeners (KIP-919's ``bootstrap.controllers``)."""
+        return bootstrap_list(self.nodes.values())
 
     @property
     def kafka_client_properties_path(self) -> Path:
@@ -165,17 +160,7 @@ class LocalCluster:
 
     def kafka_client_settings(self) -> dict[str, str]:
         """The admin's Kafka client settings, librdkafka's names: SASL/PLAIN as User:admin."""
-        settings = {"security.protocol": self.kafka_protocol.lower(),
-                    "sasl.mechanisms": "PLAIN",
-                    "sasl.username": ADMIN_PRINCIPAL.partition(":")[2],
-                    "sasl.password": self.admin_token}
-        if self.tls:
-            settings["ssl.ca.location"] = str(self.ca_path)
-        return settings
-
-    def _write_kafka_client_properties(self) -> None:
-        text = "".join(f"{key}={value}\n" for key, value in self.kafka_client_settings().items())
-        write_private(self.kafka_client_properties_path, text)  # it holds the admin's token
+        return client_settings(ADMIN_PRINCIPAL, self.admin_token, self.tls, self.ca_path)
 
     def _broker_process(self, broker_id: int, port: int) -> BrokerProcess:
         broker_dir = self.base_dir / f"broker-{broker_id}"
@@ -225,25 +210,16 @@ class LocalCluster:
     def issue(self, common_name: str, *, addresses: tuple[str, ...] = ()) -> tuple[Path, Path]:
         """A certificate for ``common_name`` from the cluster's CA (made if missing); its
         certificate and key paths."""
-        self.tls_dir.mkdir(parents=True, exist_ok=True)
-        if not self.ca_path.exists():
-            ca = make_ca(f"chunkraft local CA {self.cluster_id}")
-            ca.write(self.ca_path, self.tls_dir / "ca.key")
-        ca = Issued(self.ca_path.read_bytes(), (self.tls_dir / "ca.key").read_bytes())
-        paths = self.certificate_paths(common_name)
-        issue_certificate(ca, common_name, addresses=addresses).write(*paths)
-        return paths
+        return issue_local(self.tls_dir, f"chunkraft local CA {self.cluster_id}",
+                           self.certificate_paths(common_name), common_name, addresses)
 
     def client_context(self, common_name: str | None = "admin") -> ssl.SSLContext:
         """An SSL context that verifies the nodes with the cluster's CA and presents the
         certificate of ``common_name`` (issued if missing; None: no client certificate)."""
-        context = ssl.create_default_context(cafile=str(self.ca_path))
-        if common_name is not None:
-            certificate, key = self.certificate_paths(common_name)
-            if not certificate.exists():
-                self.issue(common_name)
-            context.load_cert_chain(str(certificate), str(key))
-        return context
+        if common_name is not None and not self.certificate_paths(common_name)[0].exists():
+            self.issue(common_name)
+        return local_client_context(
+            self.ca_path, None if common_name is None else self.certificate_paths(common_name))
 
     @property
     def verify(self) -> ssl.SSLContext | bool:
@@ -329,7 +305,8 @@ class LocalCluster:
         if self.tls:
             self._prepare_tls()
         if self.kafka:
-            self._give_kafka_ports()  # nodes added since construction
+            # nodes added since construction
+            give_kafka_ports([*self.nodes.values(), *self.broker_nodes.values()])
         for node in self.nodes.values():
             node.config_path.parent.mkdir(parents=True, exist_ok=True)
             format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
@@ -362,7 +339,8 @@ class LocalCluster:
         self._load_credentials()
         self._write_command_config()
         if self.kafka:
-            self._write_kafka_client_properties()
+            write_private(self.kafka_client_properties_path,  # it holds the admin's token
+                          properties_text(self.kafka_client_settings()))
         self._prepare_brokers()
 
     def _prepare_brokers(self) -> None:

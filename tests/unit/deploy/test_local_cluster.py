@@ -52,7 +52,8 @@ def test_prepare_writes_private_properties_and_formats_every_data_dir(tmp_path: 
         assert properties["cluster.id"] == cluster.cluster_id
         assert properties["controller.quorum.voters"] == voters
         assert properties["raft.password"] == cluster.password
-        assert properties["listeners"] == node.url
+        assert properties["listeners"] == (
+            f"{node.url},SASL_PLAINTEXT://127.0.0.1:{node.kafka_port}")
         assert properties["request.timeout.ms"] == "7000"
         meta = read_meta_properties(node.data_dir)
         assert meta is not None and (meta.cluster_id, meta.node_id) == (cluster_id, node.node_id)
@@ -63,6 +64,17 @@ def test_prepare_writes_private_properties_and_formats_every_data_dir(tmp_path: 
         assert config.data_dir == node.data_dir and config.request_timeout_ms == 7000
         assert {u.node_id: u.url for u in config.controller_http_urls} == {
             n.node_id: n.url for n in cluster.nodes.values()}
+        assert [str(entry) for entry in config.kafka_listeners] == [
+            f"SASL_PLAINTEXT://127.0.0.1:{node.kafka_port}"]
+    assert cluster.kafka_bootstrap_controllers == ",".join(
+        f"127.0.0.1:{n.kafka_port}" for n in cluster.nodes.values())
+    assert len({n.kafka_port for n in cluster.nodes.values()} | {
+        b.kafka_port for b in cluster.broker_nodes.values()}) == 3 + cluster.broker_count
+    client = parse_properties(cluster.kafka_client_properties_path.read_text())
+    assert {key: entry.value for key, entry in client.items()} == {
+        "security.protocol": "sasl_plaintext", "sasl.mechanisms": "PLAIN",
+        "sasl.username": "admin", "sasl.password": cluster.admin_token}
+    assert mode_of(cluster.kafka_client_properties_path) == 0o600  # the admin's token
     cluster.prepare()  # again: idempotent, the dirs stay formatted for the same cluster
     for node in cluster.nodes.values():
         check_storage(node.data_dir, cluster_id, node.node_id)
