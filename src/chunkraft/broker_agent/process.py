@@ -272,7 +272,8 @@ def create_app(runtime: BrokerRuntime) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
         try:
-            async with broker_kafka_server(runtime, _kafka_tls(runtime.config), app):
+            async with broker_kafka_server(runtime, _kafka_tls(runtime.config), app,
+                                           _outbound_ssl(runtime.config)):
                 yield
         finally:
             await runtime.stop()

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
+from chunkraft.kafka.chunk_cut import with_operator_cuts
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
 from chunkraft.kafka.controller_service import connection_limits
 from chunkraft.kafka.producer_id_handler import init_producer_id_handler
@@ -32,9 +33,11 @@ from chunkraft.records.uuids import kafka_uuid_str
 __all__ = ["broker_handlers", "broker_kafka_server"]
 
 
-def broker_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
+def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
+                    verify: ssl.SSLContext | bool = True) -> list[ApiHandler]:
     """Every API a broker's Kafka listener serves but ApiVersions and SASL; ``app`` is the
-    broker's HTTP app, whose data-plane routes the data-plane APIs run."""
+    broker's HTTP app, whose data-plane routes the data-plane APIs run; ``verify`` checks the
+    brokers it asks to cut a chunk (httpx's ``verify``)."""
     node_id = runtime.node_id
 
     def cluster_id() -> str:
@@ -53,12 +56,14 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
 
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             init_producer_id_handler(RouteGateway(app)),
-            *admin_handlers(ChannelGateway(runtime.controller))]
+            *with_operator_cuts(admin_handlers(ChannelGateway(runtime.controller)),
+                                lambda: runtime.follower.image, verify)]
 
 
 @contextlib.asynccontextmanager
 async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None,
-                              app: FastAPI) -> AsyncIterator[KafkaServer | None]:
+                              app: FastAPI, verify: ssl.SSLContext | bool = True
+                              ) -> AsyncIterator[KafkaServer | None]:
     """Runs the broker's Kafka listeners for the duration (yields None without any)."""
     config = runtime.config
     if not config.kafka_listeners:
@@ -66,7 +71,7 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
         return
     authenticator = runtime.authenticator
     server = KafkaServer(
-        config.kafka_listeners, broker_handlers(runtime, app),
+        config.kafka_listeners, broker_handlers(runtime, app, verify),
         KafkaAuthenticator(authenticator.credentials if authenticator else None,
                            config.sasl_enabled_mechanisms, config.auth_allow_anonymous),
         limits=connection_limits(config), max_connections_per_ip=config.max_connections_per_ip,

@@ -23,6 +23,7 @@ from chunkraft.api.context import ControllerContext
 from chunkraft.api.tls import TlsSettings, server_ssl_context
 from chunkraft.controller.config import ControllerConfig
 from chunkraft.kafka.admin.registry import admin_handlers
+from chunkraft.kafka.chunk_cut import with_operator_cuts
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
 from chunkraft.kafka.quorum_answer import describe_quorum_answer
 from chunkraft.kafka.route_gateway import RouteGateway
@@ -80,8 +81,10 @@ def controller_handlers(config: ControllerConfig, context: ControllerContext,
         return describe_quorum_answer(context.controller.raft.status(), request.body,
                                       allowed=allowed, endpoints=endpoints)
 
+    admin = with_operator_cuts(admin_handlers(RouteGateway(app)),
+                               lambda: context.controller.image, context.ssl_context or True)
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
-            ApiHandler(55, 0, 2, describe_quorum), *admin_handlers(RouteGateway(app))]
+            ApiHandler(55, 0, 2, describe_quorum), *admin]
 
 
 def controller_kafka_service(config: ControllerConfig, context: ControllerContext,
