@@ -413,7 +413,7 @@ class KafkaPythonAdmin(AdminAdapter):
 
     def create_acls(self, acls: list[Acl]) -> None:
         answer = self._call("create_acls", [self._acl(acl) for acl in acls])
-        for _acl, error in answer["failed"]:
+        for error in answer["failed"]:  # the error classes (its docstring says pairs)
             self._check(error)
 
     def describe_acls(self, acl_filter: AclFilter) -> set[Acl]:
@@ -511,8 +511,8 @@ class ConfluentAdmin(AdminAdapter):
                      assignments: dict[int, list[int]] | None = None,
                      validate_only: bool = False) -> None:
         admin = _module("confluent_kafka.admin")
-        if assignments is not None:
-            topic = admin.NewTopic(name, replica_assignment=[
+        if assignments is not None:  # librdkafka wants the count with an assignment
+            topic = admin.NewTopic(name, len(assignments), replica_assignment=[
                 assignments[p] for p in sorted(assignments)], config=configs or {})
         else:
             topic = admin.NewTopic(name, partitions, replication_factor, config=configs or {})
@@ -801,9 +801,12 @@ class KafkajsAdmin(AdminAdapter):
                                           for p, r in sorted(assignments.items())]
         # kafkajs then waits for the topic's leaders in Metadata, which a validated-only
         # topic never has: not for validate_only
-        self._run("createTopics", {"topics": [topic], "validateOnly": validate_only,
-                                   "waitForLeaders": not validate_only,
-                                   "timeout": int(TIMEOUT_S * 1000)})
+        created = self._run("createTopics", {"topics": [topic], "validateOnly": validate_only,
+                                             "waitForLeaders": not validate_only,
+                                             "timeout": int(TIMEOUT_S * 1000)})
+        if created is False:  # kafkajs's form of TOPIC_ALREADY_EXISTS for every topic
+            raise Refused(self.name, 36, "TOPIC_ALREADY_EXISTS", created,
+                          "createTopics returned false: the topic exists")
 
     def create_partitions(self, topic: str, count: int, *,
                           assignments: list[list[int]] | None = None,
