@@ -16,9 +16,25 @@ REST v3 with the admin's token. Each attack runs inside one measured window of t
 - ``slowloris-500``: 500 connections to one controller's HTTP port, each dribbling a header
   byte now and then;
 - ``produce-flood``: 8 producers append 100 x 1 KiB records per batch with acks=all to an
-  RF-3 topic of 6 partitions (180 s; 30 s with ``--quick``).
+  RF-3 topic of 6 partitions (180 s; 30 s with ``--quick``);
+- the Kafka ports (issue 32), of the 3 controllers and the 3 brokers at once:
+  ``kafka-oversize`` (connection after connection announcing a frame over
+  ``socket.request.max.bytes``, 2^31-1 or the node's limit + 1, then sending 64 KiB of it),
+  ``kafka-junk`` (whole frames of junk: random bytes, an unknown API key, a negative size, a
+  Metadata header with a random body after SASL as ``User:mallory``),
+  ``kafka-slow-sasl`` (100 connections a port that send ApiVersions and never authenticate,
+  opened again as the server closes them), ``kafka-many-connections`` (to the leader's and
+  broker 0's Kafka port, ``max.connections.per.ip`` + 100 connections, each authenticated as
+  ``User:mallory`` and held to the window's end).
 
-Per attack: how long the hostile request took to be answered (or its connection closed), the
+In every window 2 well-behaved Kafka clients (a process each) also run, one on the leader's
+Kafka port and one on broker 0's: ApiVersions and SASL/PLAIN as the admin once, then Metadata
+of one topic every 20 ms on that one connection; their ops, errors, p50 and p99 are the row's
+``kafka_good_*``, held to the same target. ``kafka_log_lines`` counts the "Kafka connection
+... closed" lines the nodes logged in the window.
+
+Per attack: how long the hostile request took to be answered (or its connection closed; for
+the Kafka attacks the slowest close, for kafka-slow-sasl the median), the
 Raft elections seen (the largest rise of a controller's term), brokers fenced (the controllers'
 log lines), and the well-behaved clients' ops, errors, p50 and p99. Every window is wrapped in
 the steady-leader rule of ``_steady`` (the quorum sampled before the load starts and 1 s after
@@ -34,14 +50,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import random
 import socket
 import struct
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -52,15 +70,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _http_load import Workload, percentile, run_load
 from _report import append_section, emit
 from _steady import LeadershipWindow, exit_status, failed_rows
+from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.client.broker_client import AsyncBrokerClient
+from chunkraft.controller.config import ControllerConfig
 from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.kafka.codec.messages import (
+    api_specs,
+    decode,
+    decoder,
+    encode,
+    request_header_version,
+    response_header_version,
+)
 
-ATTACKS = ("baseline", "produce-flood", "unauthorized-8mb", "admin-8mb",
+KAFKA_ATTACKS = ("kafka-oversize", "kafka-junk", "kafka-slow-sasl", "kafka-many-connections")
+ATTACKS = ("baseline", "produce-flood", *KAFKA_ATTACKS, "unauthorized-8mb", "admin-8mb",
            "admin-largest-validate", "admin-largest-commit", "raft-junk-16mib",
            "raft-junk-64mib", "slowloris-500")
 # The flood runs first: the calm clients create about 3,000 RF-3 topics a window, and a broker
 # keeps one file descriptor per log segment, so after eight windows (24,000 partition logs per
 # broker) it meets this machine's limit of 20,000 descriptors and answers KAFKA_STORAGE_ERROR.
+# The Kafka attacks come next: kafka-many-connections needs 1,100 more descriptors a target.
 CLIENTS = 4
 HOSTILE_TOPICS = 1_000
 ASSIGNMENTS_PER_TOPIC = 1_000
@@ -70,6 +100,15 @@ FLOOD_BATCH = 100
 RECORD_BYTES = 1024
 HOSTILE_TIMEOUT_S = 120.0
 """No hostile request is waited for longer than this."""
+KAFKA_CONCURRENCY = 8
+"""kafka-oversize and kafka-junk: hostile connections in flight at once."""
+KAFKA_CLOSE_WAIT_S = 5.0
+"""A hostile Kafka connection the server has not closed by then counts as left open."""
+SLOW_SASL_PER_PORT = 100
+MANY_OVER_LIMIT = 100
+KAFKA_CALM_INTERVAL_S = 0.02
+KAFKA_CALM_TOPIC = "kafka-calm"
+KAFKA_CLOSED_LINE = "Kafka connection from"
 
 
 def _post(url: str, path: str, token: str, body: bytes, timeout: float = HOSTILE_TIMEOUT_S
@@ -160,6 +199,335 @@ def _slowloris(port: int, count: int, seconds: float) -> tuple[float, int, str]:
     return time.monotonic() - began, 0, f"{opened} opened, {closed} closed by the server"
 
 
+# ------------------------------------------------------------------ the Kafka ports (issue 32)
+
+
+def _kafka_frame(api_key: int, version: int, body: dict[str, Any], correlation: int = 1
+                 ) -> bytes:
+    """A request frame (size, RequestHeader v1 or v2, body) by chunkraft's codec."""
+    header = encode("RequestHeader", request_header_version(api_key, version), {
+        "request_api_key": api_key, "request_api_version": version,
+        "correlation_id": correlation, "client_id": "bench_hostile"})
+    payload = header + encode(api_specs()[api_key].request.name, version, body)
+    return struct.pack(">i", len(payload)) + payload
+
+
+_API_VERSIONS_V3 = {"client_software_name": "bench_hostile", "client_software_version": "1"}
+_METADATA_V12 = {"topics": [{"name": KAFKA_CALM_TOPIC, "topic_id": None}],
+                 "allow_auto_topic_creation": False,
+                 "include_topic_authorized_operations": False}
+
+
+async def _kafka_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      api_key: int, version: int, body: dict[str, Any], correlation: int = 1,
+                      timeout: float = 10.0) -> dict[str, Any]:
+    """One request and its answer's body; the error codes are the caller's to judge."""
+    writer.write(_kafka_frame(api_key, version, body, correlation))
+    await writer.drain()
+    (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
+    frame = await asyncio.wait_for(reader.readexactly(size), timeout)
+    _, end = decoder("ResponseHeader", response_header_version(api_key, version))(
+        frame, 0, len(frame))
+    return decode(api_specs()[api_key].response.name, version, frame, end)
+
+
+async def _kafka_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                       principal: str, token: str) -> None:
+    """ApiVersions v3, SaslHandshake v1 PLAIN and SaslAuthenticate v2; RuntimeError if any
+    answers an error."""
+    for key, version, body in (
+            (18, 3, _API_VERSIONS_V3), (17, 1, {"mechanism": "PLAIN"}),
+            (36, 2, {"auth_bytes": b"\0" + principal.encode() + b"\0" + token.encode()})):
+        answer = await _kafka_call(reader, writer, key, version, body, key)
+        if answer["error_code"]:
+            raise RuntimeError(f"API key {key} answered error {answer['error_code']}")
+
+
+async def _closed_after(reader: asyncio.StreamReader, opened: float,
+                        wait: float = KAFKA_CLOSE_WAIT_S) -> float | None:
+    """Seconds from ``opened`` until the server closed the connection (None: still open
+    after ``wait``); whatever it sends meanwhile is read and dropped."""
+    ends = time.monotonic() + wait
+    try:
+        for _ in range(10_000):
+            left = ends - time.monotonic()
+            if left <= 0 or not await asyncio.wait_for(reader.read(65536), left):
+                break
+    except TimeoutError:
+        return None
+    except OSError:
+        pass  # reset: closed with our bytes unread
+    return time.monotonic() - opened if time.monotonic() < ends else None
+
+
+def _kafka_calm(port: int, token: str, start: float, end: float) -> dict[str, Any]:
+    """A well-behaved Kafka client in its own process: ApiVersions and SASL/PLAIN as the
+    admin once, then Metadata of one topic every 20 ms on that connection from before
+    ``start`` to ``end`` (wall clock); the latencies of those sent in the window, the errors
+    (an error code, or a connection lost: it connects again) and the first one."""
+    latencies: list[float] = []
+    errors = [0]
+    first: list[str] = []
+    connections = [0]
+
+    def failed(what: str) -> None:
+        errors[0] += 1
+        if not first:
+            first.append(what[:200])
+
+    async def main() -> None:
+        for _ in range(1000):  # connections: one, unless the server drops it
+            if time.time() >= end:
+                return
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port), 10)
+            except (OSError, TimeoutError) as error:
+                if time.time() >= start:
+                    failed(f"connect: {error!r}")
+                await asyncio.sleep(0.2)
+                continue
+            connections[0] += 1
+            try:
+                await _kafka_login(reader, writer, "admin", token)
+                for correlation in range(100, 10**9):
+                    began_wall, began = time.time(), time.perf_counter()
+                    if began_wall >= end:
+                        return
+                    answer = await _kafka_call(reader, writer, 3, 12, _METADATA_V12,
+                                               correlation)
+                    if began_wall >= start:
+                        latencies.append((time.perf_counter() - began) * 1000)
+                        codes = [t["error_code"] for t in answer["topics"]]
+                        if any(codes):
+                            failed(f"Metadata answered {codes}")
+                    await asyncio.sleep(KAFKA_CALM_INTERVAL_S)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, RuntimeError) as error:
+                if time.time() >= start:
+                    failed(repr(error))
+                await asyncio.sleep(0.2)
+            finally:
+                writer.close()
+
+    asyncio.run(main())
+    return {"latencies": latencies, "errors": errors[0], "first_error": "".join(first),
+            "connections": connections[0]}
+
+
+def _default(config: type[ControllerConfig | BrokerConfig], name: str) -> int:
+    """The default of an integer setting of a controller's or a broker's config."""
+    (value,) = (f.default for f in dataclasses.fields(config) if f.name == name)
+    assert isinstance(value, int), (config, name)
+    return value
+
+
+def _kafka_ports(cluster: LocalCluster) -> list[tuple[int, int]]:
+    """(port, socket.request.max.bytes) of every controller's and broker's Kafka listener
+    (the bench's cluster runs with the defaults)."""
+    controller = _default(ControllerConfig, "socket_request_max_bytes")
+    broker = _default(BrokerConfig, "socket_request_max_bytes")
+    return [*((n.kafka_port, controller) for n in cluster.nodes.values()),
+            *((b.kafka_port, broker) for b in cluster.broker_nodes.values())]
+
+
+def _close_summary(closes: list[float | None], seconds: float, what: str
+                   ) -> tuple[float, int, str]:
+    """(the slowest close, 0, a sentence): how many connections, closed by the server, the
+    p50 and slowest close, and how many were left open."""
+    done = [c for c in closes if c is not None]
+    left = len(closes) - len(done)
+    slowest = max(done, default=0.0) if not left else KAFKA_CLOSE_WAIT_S
+    return slowest, 0, (f"{len(closes)} {what} ({len(closes) / max(seconds, 1e-3):.0f}/s), "
+                        f"{len(done)} closed by the server (p50 "
+                        f"{percentile(done, 0.5) * 1000:.0f} ms), {left} left open")
+
+
+async def _churn(seconds: float, one: Callable[[int], Awaitable[float | None]]
+                 ) -> list[float | None]:
+    """``one(i)`` again and again, KAFKA_CONCURRENCY at a time, for ``seconds``."""
+    ends = time.monotonic() + seconds
+    closes: list[float | None] = []
+    counter = iter(range(10**9))
+
+    async def worker() -> None:
+        for _ in range(10**6):
+            if time.monotonic() >= ends:
+                return
+            try:
+                closes.append(await one(next(counter)))
+            except OSError:
+                closes.append(None)  # could not even connect
+                await asyncio.sleep(0.05)
+
+    await asyncio.gather(*(worker() for _ in range(KAFKA_CONCURRENCY)))
+    return closes
+
+
+def _kafka_oversize(ports: list[tuple[int, int]], seconds: float) -> tuple[float, int, str]:
+    """Connection after connection announcing a frame over the node's limit, then sending
+    64 KiB of it (a server that buffered it would read on)."""
+    body = bytes(64 * 1024)
+
+    async def one(i: int) -> float | None:
+        port, limit = ports[i % len(ports)]
+        opened = time.monotonic()
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+        try:
+            writer.write(struct.pack(">i", 2**31 - 1 if i % 2 else limit + 1) + body)
+            return await _closed_after(reader, opened)
+        finally:
+            writer.close()
+
+    began = time.monotonic()
+    closes = asyncio.run(_churn(seconds, one))
+    return _close_summary(closes, time.monotonic() - began, "oversize connections")
+
+
+def _kafka_junk(ports: list[tuple[int, int]], seconds: float, token: str
+                ) -> tuple[float, int, str]:
+    """Whole frames of junk (so that the server reads them through, then must refuse them):
+    random bytes as a header of an API key that does not exist, a valid header of API key
+    9999, a negative size, or (after SASL as a principal without ACLs) a Metadata v12 header
+    followed by a random body."""
+    rng = random.Random(32)
+
+    async def one(i: int) -> float | None:
+        port, _ = ports[i % len(ports)]
+        opened = time.monotonic()
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+        try:
+            kind = i % 4
+            if kind == 0:  # junk; its first byte makes an API key of 20480 and more
+                junk = bytes([rng.randrange(0x50, 0x80)]) + rng.randbytes(rng.randrange(7, 1024))
+                writer.write(struct.pack(">i", len(junk)) + junk)
+            elif kind == 1:
+                frame = _kafka_frame(18, 0, {}, i)
+                writer.write(frame[:4] + struct.pack(">h", 9999) + frame[6:])
+            elif kind == 2:
+                writer.write(struct.pack(">i", -rng.randrange(1, 2**31)))
+            else:
+                await _kafka_login(reader, writer, "mallory", token)
+                opened = time.monotonic()
+                junk = struct.pack(">hhih", 3, 12, i, -1) + b"\0" + rng.randbytes(
+                    rng.randrange(1, 512))
+                writer.write(struct.pack(">i", len(junk)) + junk)
+            return await _closed_after(reader, opened)
+        finally:
+            writer.close()
+
+    began = time.monotonic()
+    closes = asyncio.run(_churn(seconds, one))
+    return _close_summary(closes, time.monotonic() - began, "junk connections")
+
+
+def _kafka_slow_sasl(ports: list[tuple[int, int]], seconds: float) -> tuple[float, int, str]:
+    """SLOW_SASL_PER_PORT connections a port, each sending ApiVersions and then nothing;
+    one is opened again as the server closes it, until ``seconds`` have passed. Returns the
+    median time the server took to close one (its SASL deadline)."""
+    ends = time.monotonic() + seconds
+    closes: list[float | None] = []
+    failures: list[str] = []
+
+    async def holder(port: int) -> None:
+        for _ in range(1000):
+            if time.monotonic() >= ends:
+                return
+            opened = time.monotonic()
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port), 10)
+            except (OSError, TimeoutError) as error:
+                failures.append(repr(error))
+                await asyncio.sleep(0.5)
+                continue
+            try:
+                await _kafka_call(reader, writer, 18, 3, _API_VERSIONS_V3)
+                closes.append(await _closed_after(reader, opened, ends - time.monotonic()))
+            except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
+                failures.append(repr(error))
+            finally:
+                writer.close()
+
+    async def main() -> None:
+        await asyncio.gather(*(holder(port) for port, _ in ports
+                               for _ in range(SLOW_SASL_PER_PORT)))
+
+    asyncio.run(main())
+    done = sorted(c for c in closes if c is not None)
+    return percentile(done, 0.5), 0, (
+        f"{len(closes) + len(failures)} opened, {len(done)} closed by the server (p50 "
+        f"{percentile(done, 0.5):.1f} s, slowest {max(done, default=0):.1f} s), "
+        f"{len(failures)} failed{': ' + failures[0][:60] if failures else ''}")
+
+
+def _kafka_many_connections(ports: list[int], seconds: float, token: str
+                            ) -> tuple[float, int, str]:
+    """Per port: ``max.connections.per.ip`` + MANY_OVER_LIMIT connections, each
+    authenticated as a principal without ACLs when it is served, held until ``seconds``
+    have passed. Returns the slowest close of those refused (closed at once, the limit)."""
+    limit = _default(ControllerConfig, "max_connections_per_ip")
+    assert limit == _default(BrokerConfig, "max_connections_per_ip")
+    ends = time.monotonic() + seconds
+    held: dict[int, list[asyncio.StreamWriter]] = {port: [] for port in ports}
+    refused: dict[int, list[float | None]] = {port: [] for port in ports}
+    failures: list[str] = []
+
+    async def open_one(port: int, gate: asyncio.Semaphore) -> None:
+        async with gate:
+            opened = time.monotonic()
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port), 10)
+            except (OSError, TimeoutError) as error:
+                failures.append(repr(error))
+                return
+            closed = await _closed_after(reader, opened, 0.3)
+            if closed is not None:
+                refused[port].append(closed)
+                writer.close()
+                return
+            try:
+                await _kafka_login(reader, writer, "mallory", token)
+                held[port].append(writer)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, RuntimeError) as error:
+                refused[port].append(None)  # served at first, then closed: not at once
+                failures.append(repr(error))
+                writer.close()
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(50)
+        await asyncio.gather(*(open_one(port, gate) for port in ports
+                               for _ in range(limit + MANY_OVER_LIMIT)))
+        await asyncio.sleep(max(ends - time.monotonic(), 0))
+        for writers in held.values():
+            for writer in writers:
+                writer.close()
+
+    asyncio.run(main())
+    closes = [c for port in ports for c in refused[port]]
+    slowest = KAFKA_CLOSE_WAIT_S if None in closes else max(
+        (c for c in closes if c is not None), default=0.0)
+    per_port = ", ".join(f"{len(held[p])} held + {len(refused[p])} refused" for p in ports)
+    return slowest, 0, (f"limit {limit} (+ the calm client's): {per_port}; "
+                        f"{len(failures)} failed{': ' + failures[0][:60] if failures else ''}")
+
+
+def _kafka_attack(name: str, cluster: LocalCluster, leader: int, hostile_token: str,
+                  seconds: float) -> tuple[float, int, str]:
+    ports = _kafka_ports(cluster)
+    if name == "kafka-oversize":
+        return _kafka_oversize(ports, seconds)
+    if name == "kafka-junk":
+        return _kafka_junk(ports, seconds, hostile_token)
+    if name == "kafka-slow-sasl":
+        return _kafka_slow_sasl(ports, seconds)
+    if name == "kafka-many-connections":
+        return _kafka_many_connections(
+            [cluster.nodes[leader].kafka_port, cluster.broker_nodes[0].kafka_port], seconds,
+            hostile_token)
+    raise ValueError(name)
+
+
 async def _flood_task(urls: dict[int, str], leaders: dict[int, int], token: str, task: int,
                       end: float, counts: list[int]) -> None:
     value = b"v" * RECORD_BYTES
@@ -224,11 +592,15 @@ def _flood_leaders(cluster: LocalCluster, token: str) -> dict[int, int]:
     return leaders
 
 
-def _log_lines(cluster: LocalCluster, needle: str) -> int:
+def _log_lines(cluster: LocalCluster, needle: str, *, brokers: bool = False) -> int:
+    """Lines containing ``needle`` in the controllers' logs (and the brokers', if asked)."""
     count = 0
-    for node in cluster.nodes.values():
-        if node.log_path.exists():
-            with node.log_path.open("rb") as log:
+    paths = [node.log_path for node in cluster.nodes.values()]
+    if brokers:
+        paths += [broker.log_path for broker in cluster.broker_nodes.values()]
+    for path in paths:
+        if path.exists():
+            with path.open("rb") as log:
                 count += sum(1 for line in log if needle.encode() in line)
     return count
 
@@ -257,6 +629,9 @@ def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: 
             return _raft_junk(cluster.nodes[leader].raft_port, mib)
         if name == "slowloris-500":
             return _slowloris(int(url.rsplit(":", 1)[1]), 500, max(end - time.time() - 1, 1))
+        if name in KAFKA_ATTACKS:
+            return _kafka_attack(name, cluster, leader, hostile_token,
+                                 max(end - time.time() - 1, 1))
         if name == "produce-flood":
             urls = {b: cluster.broker_url(b) for b in cluster.broker_nodes}
             context = get_context("spawn")
@@ -272,13 +647,33 @@ def _attack(name: str, cluster: LocalCluster, args: argparse.Namespace, leader: 
     return run
 
 
+def _with_kafka_calm(cluster: LocalCluster, leader: int,
+                     attack: Callable[[float, float], tuple[float, int, str]],
+                     outcome: list[tuple[float, int, str]], calm: list[dict[str, Any]]
+                     ) -> Callable[[float, float], None]:
+    """``on_window`` for the load run: starts the 2 well-behaved Kafka clients (the leader's
+    Kafka port, broker 0's), runs the attack, then collects their figures."""
+    ports = [cluster.nodes[leader].kafka_port, cluster.broker_nodes[0].kafka_port]
+
+    def on_window(start: float, end: float) -> None:
+        with get_context("spawn").Pool(len(ports)) as pool:
+            runs = [pool.apply_async(_kafka_calm, (port, cluster.admin_token, start, end))
+                    for port in ports]
+            outcome.append(attack(start, end))
+            calm.extend(run.get(timeout=max(end - time.time(), 0) + 60) for run in runs)
+
+    return on_window
+
+
 def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
             hostile_token: str) -> dict[str, Any]:
     leader = cluster.wait_ready(timeout=60)
     fenced_before = _log_lines(cluster, "fenced: no heartbeat")
+    kafka_lines_before = _log_lines(cluster, KAFKA_CLOSED_LINE, brokers=True)
     duration = args.flood_seconds if name == "produce-flood" else args.window
     attack = _attack(name, cluster, args, leader, hostile_token)
     outcome: list[tuple[float, int, str]] = []
+    calm: list[dict[str, Any]] = []
     workload = Workload(kind="v3-create-topic", urls=tuple(cluster.urls),
                         prefix=f"good-{name}", replication_factor=3,
                         cluster_id=str(cluster.cluster_id), timeout=30.0,
@@ -286,10 +681,11 @@ def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
     # A controller busy with an attack may answer slowly: 10 s before it counts as silent.
     with LeadershipWindow(lambda: cluster.leadership(timeout=10)) as window:
         result = run_load(workload, clients=CLIENTS, duration=duration,
-                          on_window=lambda s, e: outcome.append(attack(s, e)))
+                          on_window=_with_kafka_calm(cluster, leader, attack, outcome, calm))
         time.sleep(1.0)  # an election the attack caused may come just after it
     leadership = window.result()
     seconds, status, what = outcome[0] if outcome else (0.0, 0, "no outcome")
+    kafka_latencies = [ms for run in calm for ms in run["latencies"]]
     return {
         "bench": "hostile", "attack": name, "hostile_seconds": round(seconds, 3),
         "hostile_status": status, "hostile_outcome": what,
@@ -299,28 +695,44 @@ def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
         "good_first_error": result.first_error[:200],
         "good_p50_ms": round(percentile(result.latencies_ms, 0.5), 1),
         "good_p99_ms": round(percentile(result.latencies_ms, 0.99), 1),
+        "kafka_good_ops": len(kafka_latencies),
+        "kafka_good_errors": sum(run["errors"] for run in calm),
+        "kafka_good_first_error": next((r["first_error"] for r in calm if r["first_error"]),
+                                       ""),
+        "kafka_good_p50_ms": round(percentile(kafka_latencies, 0.5), 1),
+        "kafka_good_p99_ms": round(percentile(kafka_latencies, 0.99), 1),
+        "kafka_good_connections": sum(run["connections"] for run in calm),
+        "kafka_log_lines": _log_lines(cluster, KAFKA_CLOSED_LINE, brokers=True)
+        - kafka_lines_before,
         "window_s": duration, **leadership.fields(),
     }
 
 
 def _target_met(row: dict[str, Any]) -> bool:
+    kafka_calm_met = "kafka_good_ops" not in row or (
+        row["kafka_good_ops"] > 0 and row["kafka_good_errors"] == 0
+        and row["kafka_good_p99_ms"] <= 500)
     return (not row["leadership"]["moved"] and row["brokers_fenced"] == 0
-            and row["good_errors"] == 0 and row["good_p99_ms"] <= 500
-            and (row["attack"] in ("baseline", "slowloris-500", "produce-flood")
+            and row["good_errors"] == 0 and row["good_p99_ms"] <= 500 and kafka_calm_met
+            and (row["attack"] in ("baseline", "slowloris-500", "produce-flood",
+                                   "kafka-slow-sasl")
                  or row["hostile_seconds"] <= 2.0))
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| attack | hostile answered in | how | elections | brokers fenced | "
-             "good ops | errors | p50 ms | p99 ms | target |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "good ops | errors | p50 ms | p99 ms | Kafka ops | Kafka errors | Kafka p50 ms | "
+             "Kafka p99 ms | Kafka log lines | target |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(
             f"| {row['attack']} | {row['hostile_seconds']:.2f} s | "
-            f"{row['hostile_status'] or ''} {row['hostile_outcome'][:60]} | "
+            f"{row['hostile_status'] or ''} {row['hostile_outcome'][:160]} | "
             f"{row['raft_term_increases']} | {row['brokers_fenced']} | {row['good_ops']} | "
             f"{row['good_errors']} | {row['good_p50_ms']} | {row['good_p99_ms']} | "
-            f"{'met' if _target_met(row) else 'MISSED'} |")
+            f"{row.get('kafka_good_ops', '')} | {row.get('kafka_good_errors', '')} | "
+            f"{row.get('kafka_good_p50_ms', '')} | {row.get('kafka_good_p99_ms', '')} | "
+            f"{row.get('kafka_log_lines', '')} | {'met' if _target_met(row) else 'MISSED'} |")
     return lines
 
 
@@ -353,6 +765,7 @@ def main() -> int:
                 _create_topics(cluster, [f"hostile-{t}" for t in range(HOSTILE_TOPICS)], 1, 3)
             if any(a.startswith("admin-largest-") for a in attacks):
                 _create_topics(cluster, [f"largest-{t}" for t in range(LARGEST_TOPICS)], 1, 3)
+            _create_topics(cluster, [KAFKA_CALM_TOPIC], 1, 3)  # what the Kafka clients ask
             if "produce-flood" in attacks:
                 _create_topics(cluster, ["flood"], FLOOD_PARTITIONS, 3)
                 args.flood_leaders = _flood_leaders(cluster, cluster.admin_token)
@@ -371,7 +784,9 @@ def main() -> int:
     if args.results:
         append_section("Hostile input (issue 15)", [
             f"3 controllers + 3 brokers, default settings, {CLIENTS} well-behaved v3 "
-            f"createTopics clients, windows of {args.window:.0f} s (produce flood "
+            f"createTopics clients and 2 well-behaved Kafka clients (Metadata every "
+            f"{KAFKA_CALM_INTERVAL_S * 1000:.0f} ms on the leader's and broker 0's Kafka "
+            f"port), windows of {args.window:.0f} s (produce flood "
             f"{args.flood_seconds:.0f} s); the 8 MB bodies are {args.body_mb:.1f} MB.", "",
             *lines])
     return exit_status(problems(rows))
