@@ -496,6 +496,9 @@ CLIENT_FORMS = {
     # caller as a successful, empty listing (rd_kafka_DescribeAclsResponse_parse, still so in
     # 2.16). The test checks the listing is empty and asks the server itself with RawKafka.
     ("confluent-kafka", "describe_acls"): "NONE",
+    # kafka-python 3.0 reads DescribeConfigs' results without their error codes: a refused
+    # resource comes back with no configurations (_describe_configs_process_responses).
+    ("kafka-python", "describe_configs"): "NONE",
 }
 """A client's own answer where it cannot report what the server said."""
 
@@ -520,6 +523,7 @@ def test_one_principal_gets_the_same_answer_over_rest_and_kafka(
                 "operation": "ALTER", "permission": "ALLOW"}
     tried: list[tuple[str, str, str, str]] = []  # operation, expected, REST, Kafka
     described_acls: list[set[Acl]] = []  # what a client that does not refuse lists
+    leaked: list[dict[str, str]] = []  # the configurations such a client shows her
     with open_admin(client, carol.login) as adapter:
         def compare(operation: str, expected: str, rest: Callable[[], httpx.Response],
                     kafka: Callable[[], object]) -> None:
@@ -540,7 +544,7 @@ def test_one_principal_gets_the_same_answer_over_rest_and_kafka(
                 lambda: adapter.create_partitions(described, 3))
         compare("describe_configs (DESCRIBE only)", "TOPIC_AUTHORIZATION_FAILED",
                 lambda: kit.rest("GET", f"/topics/{described}/configs", token=token),
-                lambda: adapter.describe_configs(described))
+                lambda: leaked.append(adapter.describe_configs(described)))
         compare("describe_configs (DESCRIBE_CONFIGS)", "NONE",
                 lambda: kit.rest("GET", f"/topics/{readable}/configs", token=token),
                 lambda: adapter.describe_configs(readable))
@@ -581,6 +585,7 @@ def test_one_principal_gets_the_same_answer_over_rest_and_kafka(
     assert not different, "operation, expected, REST, Kafka: " + "; ".join(
         map(str, different))
     assert described_acls in ([], [set()]), described_acls  # never her two ACLs
+    assert leaked in ([], [{}]), leaked  # never the topic's configurations
     assert shown_rest == shown_kafka == {described}
     assert readable_rest[RETENTION] == readable_kafka[RETENTION] == "222222"
     assert kit.rest_topic(new) is None
@@ -589,10 +594,11 @@ def test_one_principal_gets_the_same_answer_over_rest_and_kafka(
     assert topic is not None and topic["partitions_count"] == 1
 
 
-def test_acl_requests_without_cluster_acls_are_refused_on_the_wire(kit: Kit,
-                                                                     carol: Carol) -> None:
+def test_what_the_clients_drop_is_refused_on_the_wire(kit: Kit, carol: Carol) -> None:
     """What the server answers carol, whatever a client makes of it (librdkafka drops
-    DescribeAcls' error code): CLUSTER_AUTHORIZATION_FAILED from a broker and a controller."""
+    DescribeAcls' error code, kafka-python DescribeConfigs'), from a broker and a controller:
+    CLUSTER_AUTHORIZATION_FAILED for the ACL requests, TOPIC_AUTHORIZATION_FAILED for the
+    configurations of a topic she may only describe."""
     refused = Errors.CLUSTER_AUTHORIZATION_FAILED.code
     any_filter = {"resource_type_filter": 1, "resource_name_filter": None,
                   "pattern_type_filter": 1, "principal_filter": None, "host_filter": None,
@@ -606,6 +612,14 @@ def test_acl_requests_without_cluster_acls_are_refused_on_the_wire(kit: Kit,
                 "resource_pattern_type": 3, "principal": "User:carol", "host": "*",
                 "operation": 7, "permission_type": 3}]})
             deleted = raw.call("DeleteAcls", 3, {"filters": [any_filter]})
+            configs = raw.call("DescribeConfigs", 4, {"resources": [
+                {"resource_type": 2, "resource_name": name, "configuration_keys": None}
+                for name in (carol.described, carol.configs_readable)]})
+        (hidden, shown) = configs["results"]
+        assert (hidden["error_code"], hidden["configs"]) == (
+            Errors.TOPIC_AUTHORIZATION_FAILED.code, []), hidden
+        assert shown["error_code"] == 0 and RETENTION in {
+            c["name"] for c in shown["configs"]}, shown
         assert (described["error_code"], described["resources"]) == (refused, []), described
         assert [r["error_code"] for r in created["results"]] == [refused], created
         assert [(r["error_code"], r["matching_acls"]) for r in deleted["filter_results"]] == [
