@@ -95,6 +95,7 @@ class KafkaSocket:
 
     def __init__(self, port: int, timeout: float = ANSWER_S) -> None:
         self.port = port
+        self.timeout = timeout
         self.opened = time.monotonic()
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.settimeout(timeout)
@@ -151,20 +152,23 @@ class KafkaSocket:
     def closed_within(self, seconds: float) -> float | None:
         """Seconds (since this connection opened) at which the server closed it, waiting at
         most ``seconds`` from now; None if it is still open then. Any bytes the server sends
-        meanwhile are read and dropped (at most 1 MiB)."""
+        meanwhile are read and dropped (at most 1 MiB). The socket's timeout is restored."""
         ends = time.monotonic() + seconds
-        for _ in range(1024):
-            left = ends - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                if not self.sock.recv(1024):
+        try:
+            for _ in range(1024):
+                left = ends - time.monotonic()
+                if left <= 0:
+                    return None
+                self.sock.settimeout(left)
+                try:
+                    if not self.sock.recv(1024):
+                        return time.monotonic() - self.opened
+                except TimeoutError:
+                    return None
+                except (ConnectionResetError, BrokenPipeError):
                     return time.monotonic() - self.opened
-            except TimeoutError:
-                return None
-            except (ConnectionResetError, BrokenPipeError):
-                return time.monotonic() - self.opened
+        finally:
+            self.sock.settimeout(self.timeout)
         raise AssertionError("the server sent over 1 MiB while we waited for a close")
 
 
