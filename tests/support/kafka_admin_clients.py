@@ -8,8 +8,10 @@ One adapter per client, each exposing the same operations where the client has t
 
 =================  =======================================================================
 kcat               ``kcat -L -J`` (Debian's): brokers and topics only
-kafka-python       ``kafka.admin.KafkaAdminClient`` (3.0), every operation
+kafka-python       ``kafka.admin.KafkaAdminClient`` (3.0), every operation (DescribeConfigs
+                   drops a resource's error code: a refused topic has no configurations)
 confluent-kafka    ``confluent_kafka.admin.AdminClient`` (librdkafka), every operation
+                   (DescribeAcls drops the answer's error code: a refusal lists nothing)
 aiokafka           ``aiokafka.admin.AIOKafkaAdminClient``, on its own event loop: no ACLs,
                    no IncrementalAlterConfigs
 kafkajs            ``tests/kafka_clients/kafkajs/admin.js`` through :func:`kafkajs` (a node
