@@ -21,8 +21,9 @@ from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
 from chunkraft.kafka.chunk_cut import with_operator_cuts
-from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
+from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer_bytes
 from chunkraft.kafka.controller_service import connection_limits
+from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import init_producer_id_handler
 from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.listener import KafkaServer
@@ -44,10 +45,12 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
         known = runtime.cluster_id
         return known if isinstance(known, str) else kafka_uuid_str(known)
 
-    async def metadata(request: KafkaRequest) -> dict[str, Any]:
-        return metadata_answer(runtime.follower.image, request.body, request.version,
-                               request.session, runtime.authorizer, cluster_id=cluster_id(),
-                               self_id=node_id)
+    topics = TopicBytesCache()
+
+    async def metadata(request: KafkaRequest) -> bytes:
+        return metadata_answer_bytes(runtime.follower.image, request.body, request.version,
+                                     request.session, runtime.authorizer, topics,
+                                     cluster_id=cluster_id(), self_id=node_id)
 
     async def describe_cluster(request: KafkaRequest) -> dict[str, Any]:
         return describe_cluster_answer(runtime.follower.image, request.body, request.version,

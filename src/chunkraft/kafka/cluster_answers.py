@@ -22,18 +22,21 @@ answer Metadata from their metadata cache:
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
 from chunkraft.controller.image import MetadataImage, TopicImage
 from chunkraft.error_codes import Errors
+from chunkraft.kafka.metadata_bytes import TopicBytesCache, splice, topic_encoder
 from chunkraft.kafka.server.requests import KafkaSession
 from chunkraft.protocol.acls import AclOperation, AclResourceType
 from chunkraft.records import ChunkRecord, PartitionRecord
 from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security.authorizer import Authorizer
 
-__all__ = ["ZERO_UUID", "broker_nodes", "describe_cluster_answer", "metadata_answer"]
+__all__ = ["ZERO_UUID", "broker_nodes", "describe_cluster_answer", "metadata_answer",
+           "metadata_answer_bytes"]
 
 ZERO_UUID = uuid.UUID(int=0)
 _NOT_REQUESTED = -(2**31)
@@ -92,10 +95,10 @@ def _unknown(error: Errors, name: str | None, topic_id: uuid.UUID) -> dict[str, 
             "partitions": [], "topic_authorized_operations": _NOT_REQUESTED}
 
 
-def metadata_answer(image: MetadataImage, request: dict[str, Any], version: int,
-                    session: KafkaSession, authorizer: Authorizer | None, *,
-                    cluster_id: str, self_id: int | None) -> dict[str, Any]:
-    """The Metadata response (``version``) to ``request`` from ``image`` (module docstring)."""
+def _selected(image: MetadataImage, request: dict[str, Any], version: int,
+              session: KafkaSession, authorizer: Authorizer | None
+              ) -> list[TopicImage | dict[str, Any]]:
+    """The topics the answer shows, in order: a TopicImage to describe, or an error entry."""
     principal = session.principal
     assert principal is not None
     check = None
@@ -104,36 +107,75 @@ def metadata_answer(image: MetadataImage, request: dict[str, Any], version: int,
             return authorizer.authorize(image, principal, AclOperation.DESCRIBE,
                                         AclResourceType.TOPIC, name)
 
-    online = frozenset(broker.broker_id for broker in image.brokers if not broker.fenced)
-    with_chunks = version >= 9 and bool(request.get("include_chunks"))
     wanted = request.get("topics")
-    topics: list[dict[str, Any]] = []
     if wanted is None or (version == 0 and not wanted):
-        for topic in image.topics:
-            if check is None or check(topic.name):
-                topics.append(_topic(topic, online, with_chunks))
-    else:
-        seen: set[tuple[Any, Any]] = set()
-        for entry in wanted:
-            name, topic_id = entry.get("name"), entry.get("topic_id") or ZERO_UUID
-            if (name, topic_id) in seen:
-                continue
-            seen.add((name, topic_id))
-            found = (image.topics.get(topic_id) if topic_id != ZERO_UUID
-                     else image.topics.get_by_name(name) if name else None)
-            shown_name = found.name if found is not None else name
-            if check is not None and shown_name is not None and not check(shown_name):
-                topics.append(_unknown(Errors.TOPIC_AUTHORIZATION_FAILED, shown_name, topic_id))
-            elif found is not None:
-                topics.append(_topic(found, online, with_chunks))
-            elif topic_id != ZERO_UUID:
-                topics.append(_unknown(Errors.UNKNOWN_TOPIC_ID, name, topic_id))
-            else:
-                topics.append(_unknown(Errors.UNKNOWN_TOPIC_OR_PARTITION, name, ZERO_UUID))
+        return [topic for topic in image.topics if check is None or check(topic.name)]
+    shown: list[TopicImage | dict[str, Any]] = []
+    seen: set[tuple[Any, Any]] = set()
+    for entry in wanted:
+        name, topic_id = entry.get("name"), entry.get("topic_id") or ZERO_UUID
+        if (name, topic_id) in seen:
+            continue
+        seen.add((name, topic_id))
+        found = (image.topics.get(topic_id) if topic_id != ZERO_UUID
+                 else image.topics.get_by_name(name) if name else None)
+        shown_name = found.name if found is not None else name
+        if check is not None and shown_name is not None and not check(shown_name):
+            shown.append(_unknown(Errors.TOPIC_AUTHORIZATION_FAILED, shown_name, topic_id))
+        elif found is not None:
+            shown.append(found)
+        elif topic_id != ZERO_UUID:
+            shown.append(_unknown(Errors.UNKNOWN_TOPIC_ID, name, topic_id))
+        else:
+            shown.append(_unknown(Errors.UNKNOWN_TOPIC_OR_PARTITION, name, ZERO_UUID))
+    return shown
+
+
+def _online(image: MetadataImage) -> frozenset[int]:
+    return frozenset(broker.broker_id for broker in image.brokers if not broker.fenced)
+
+
+def _head(image: MetadataImage, session: KafkaSession, cluster_id: str,
+          self_id: int | None) -> dict[str, Any]:
     nodes = broker_nodes(image, session.listener)
     return {"throttle_time_ms": 0, "brokers": nodes, "cluster_id": cluster_id,
-            "controller_id": _admin_node(image, nodes, self_id), "topics": topics,
+            "controller_id": _admin_node(image, nodes, self_id), "topics": [],
             "cluster_authorized_operations": _NOT_REQUESTED}
+
+
+def _with_chunks(request: dict[str, Any], version: int) -> bool:
+    return version >= 9 and bool(request.get("include_chunks"))
+
+
+def metadata_answer(image: MetadataImage, request: dict[str, Any], version: int,
+                    session: KafkaSession, authorizer: Authorizer | None, *,
+                    cluster_id: str, self_id: int | None) -> dict[str, Any]:
+    """The Metadata response (``version``) to ``request`` from ``image`` (module docstring),
+    as a dict; :func:`metadata_answer_bytes` writes the same answer encoded, faster."""
+    online = _online(image)
+    with_chunks = _with_chunks(request, version)
+    topics = [_topic(entry, online, with_chunks) if isinstance(entry, TopicImage) else entry
+              for entry in _selected(image, request, version, session, authorizer)]
+    return _head(image, session, cluster_id, self_id) | {"topics": topics}
+
+
+def metadata_answer_bytes(image: MetadataImage, request: dict[str, Any], version: int,
+                          session: KafkaSession, authorizer: Authorizer | None,
+                          cache: TopicBytesCache, *, cluster_id: str,
+                          self_id: int | None) -> bytes:
+    """:func:`metadata_answer`'s answer encoded at ``version``, each described topic's bytes
+    from ``cache`` (:mod:`chunkraft.kafka.metadata_bytes`)."""
+    online = _online(image)
+    with_chunks = _with_chunks(request, version)
+    encoder = topic_encoder(version)
+    pieces = []
+    for entry in _selected(image, request, version, session, authorizer):
+        if isinstance(entry, TopicImage):
+            pieces.append(cache.topic(entry, online, version, with_chunks,
+                                      functools.partial(_topic, entry, online, with_chunks)))
+        else:
+            pieces.append(encoder(entry))
+    return splice(_head(image, session, cluster_id, self_id), version, pieces)
 
 
 ENDPOINT_BROKERS = 1

@@ -24,7 +24,8 @@ from chunkraft.api.tls import TlsSettings, server_ssl_context
 from chunkraft.controller.config import ControllerConfig
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.chunk_cut import with_operator_cuts
-from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer
+from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer_bytes
+from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.quorum_answer import describe_quorum_answer
 from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.connection import ConnectionLimits
@@ -61,10 +62,12 @@ def controller_handlers(config: ControllerConfig, context: ControllerContext,
     """Every API a controller's Kafka listener serves but ApiVersions and SASL."""
     cluster_id = context.cluster_id_text
 
-    async def metadata(request: KafkaRequest) -> dict[str, Any]:
-        return metadata_answer(context.controller.image, request.body, request.version,
-                               request.session, context.authorizer, cluster_id=cluster_id,
-                               self_id=None)
+    topics = TopicBytesCache()
+
+    async def metadata(request: KafkaRequest) -> bytes:
+        return metadata_answer_bytes(context.controller.image, request.body, request.version,
+                                     request.session, context.authorizer, topics,
+                                     cluster_id=cluster_id, self_id=None)
 
     async def describe_cluster(request: KafkaRequest) -> dict[str, Any]:
         return describe_cluster_answer(

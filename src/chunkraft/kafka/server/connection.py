@@ -188,8 +188,12 @@ class KafkaConnection:
         if self.session.extras.pop("close_after_answer", False):
             raise _Close("SASL authentication failed")
 
-    async def _answer(self, header: RequestHeader, response: dict[str, Any]) -> None:
+    async def _answer(self, header: RequestHeader, response: dict[str, Any] | bytes) -> None:
         version = header.api_version
+        if isinstance(response, bytes):  # already encoded at the request's version
+            await self._write(encode_response_header(header.api_key, version,
+                                                     header.correlation_id), response)
+            return
         if header.api_key == API_VERSIONS_KEY and response.get("error_code") == 35:
             version = 0  # UNSUPPORTED_VERSION: the client reads it at v0 whatever it asked
         body = encode(_response_name(header.api_key), version, response)

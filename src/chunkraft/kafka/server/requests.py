@@ -4,9 +4,9 @@ A connection (:mod:`chunkraft.kafka.server.connection`) decodes each frame's hea
 with the codec and hands the handler of its API key a :class:`KafkaRequest`: the header, the
 body as a dict (Kafka's field names in snake_case, see :mod:`chunkraft.kafka.schema.specs`)
 and the connection's :class:`KafkaSession` (who is asking, on which listener). The handler
-returns the response body as a dict for the same API key and version; the connection encodes
-it behind the response header. Handlers never see bytes, and never close a connection: an
-exception other than :class:`KafkaRequestError` is logged and closes that connection only.
+returns the response body as a dict for the same API key and version (or that body already
+encoded); the connection writes it behind the response header. Handlers never read frames and
+never close a connection: an exception is logged and closes that connection only.
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ class KafkaRequestError(Exception):
         self.message = message
 
 
-Handle = Callable[[KafkaRequest], Awaitable[dict[str, Any]]]
+Handle = Callable[[KafkaRequest], Awaitable[dict[str, Any] | bytes]]
+"""A handler's answer: the response body as a dict, or already encoded at the request's
+version (a Metadata answer written from kept per-topic bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
