@@ -683,3 +683,30 @@ def test_create_topics_sent_to_the_active_controller_runs_there(kit: Kit) -> Non
     assert topic["topic_id"] == kafka_uuid_str(result["topic_id"]), (topic, result)
     assert kit.rest_config("raw-on-controller", RETENTION) == "654321"
     kit.wait_kcat_partitions("raw-on-controller", 2)
+
+
+@pytest.mark.parametrize("target", ["brokers", "controllers"])
+def test_kafka_python_describes_the_metadata_quorum(kit: Kit, target: str) -> None:
+    """kafka-python's ``describe_metadata_quorum()`` (DescribeQuorum) through a broker, which
+    asks the controllers, and through a controller: the leader, its epoch and three voters,
+    as the REST quorum answer has them."""
+    from kafka.admin import KafkaAdminClient
+
+    cluster = kit.cluster
+    servers = (cluster.kafka_bootstrap_servers if target == "brokers"
+               else cluster.kafka_bootstrap_controllers)
+    client = KafkaAdminClient(bootstrap_servers=servers, security_protocol="SASL_PLAINTEXT",
+                              sasl_mechanism="PLAIN", sasl_plain_username="admin",
+                              sasl_plain_password=cluster.admin_token, request_timeout_ms=20_000)
+    try:
+        answer = client.describe_metadata_quorum()
+    finally:
+        client.close()
+    (topic,) = answer["topics"]
+    (partition,) = topic["partitions"]
+    rest = kit.http.get(f"{cluster.urls[0]}/controller/v1/quorum").json()
+    assert topic["topic_name"] == "__cluster_metadata"
+    assert partition["leader_id"] == rest["leader_id"]
+    assert partition["leader_epoch"] == rest["epoch"]
+    assert sorted(v["replica_id"] for v in partition["current_voters"]) == [1, 2, 3]
+    assert all(v["log_end_offset"] > 0 for v in partition["current_voters"])

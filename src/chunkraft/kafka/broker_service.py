@@ -17,7 +17,10 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from chunkraft.broker_agent.controller_channel import ControllerRpcError
 from chunkraft.broker_agent.runtime import BrokerRuntime
+from chunkraft.controller.raft.log import QuorumStatus
+from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
 from chunkraft.kafka.chunk_cut import with_operator_cuts
@@ -25,6 +28,7 @@ from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_an
 from chunkraft.kafka.controller_service import connection_limits
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import init_producer_id_handler
+from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
 from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.listener import KafkaServer
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
@@ -32,6 +36,12 @@ from chunkraft.kafka.server.sasl import KafkaAuthenticator
 from chunkraft.records.uuids import kafka_uuid_str
 
 __all__ = ["broker_handlers", "broker_kafka_server"]
+
+
+_NO_STATUS = QuorumStatus(node_id=-1, state="unknown", leader_id=None, epoch=-1,
+                          has_quorum=False, commit_index=-1, last_applied_index=-1,
+                          high_watermark=-1, voters=(), failure=None)
+"""What a broker answers DescribeQuorum from when no controller told it the quorum's state."""
 
 
 def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
@@ -57,7 +67,23 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
                                        request.session, cluster_id=cluster_id(),
                                        self_id=node_id, controllers=None)
 
+    async def describe_quorum(request: KafkaRequest) -> dict[str, Any]:
+        token = request.session.token
+        try:
+            status = await runtime.controller.call(
+                "/controller/v1/quorum", method="GET", retry_for=10.0,
+                headers={"authorization": f"Bearer {token}"} if token else None)
+        except ControllerRpcError as error:
+            # Refused (no DESCRIBE on the cluster), or no controller answered: then the client
+            # is told NOT_LEADER_OR_FOLLOWER and retries, as across a leader change.
+            allowed = error.error is not Errors.CLUSTER_AUTHORIZATION_FAILED
+            return describe_quorum_answer(_NO_STATUS, request.body, allowed=allowed,
+                                          endpoints=[])
+        return describe_quorum_answer(status_from_json(status), request.body, allowed=True,
+                                      endpoints=[])
+
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
+            ApiHandler(55, 0, 2, describe_quorum),
             init_producer_id_handler(RouteGateway(app)),
             *with_operator_cuts(admin_handlers(ChannelGateway(runtime.controller)),
                                 lambda: runtime.follower.image, verify)]

@@ -8,7 +8,8 @@ epoch; -1 when unknown). Only the leader knows its followers' progress, so a fol
 NOT_LEADER_OR_FOLLOWER, as Kafka's controllers do (a client finds the leader with
 DescribeCluster, whose ``controller_id`` is the active controller). The principal needs
 DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise). Version 2 adds each voter's
-Kafka listeners (``nodes``).
+Kafka listeners (``nodes``). A broker answers it too, from the quorum status of the controller
+its channel reaches (the leader first), as Kafka's brokers forward DescribeQuorum.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import time
 import uuid
 from typing import Any
 
-from chunkraft.controller.raft.log import QuorumStatus
+from chunkraft.controller.raft.log import QuorumStatus, VoterStatus
 from chunkraft.error_codes import Errors
 
-__all__ = ["METADATA_TOPIC", "describe_quorum_answer"]
+__all__ = ["METADATA_TOPIC", "describe_quorum_answer", "status_from_json"]
 
 METADATA_TOPIC = "__cluster_metadata"
 _ZERO = uuid.UUID(int=0)
@@ -80,3 +81,13 @@ def describe_quorum_answer(status: QuorumStatus, request: dict[str, Any], *, all
     return {"error_code": 0, "error_message": None, "topics": topics,
             "nodes": [{"node_id": node, "listeners": listeners}
                       for node, listeners in sorted(nodes.items())]}
+
+
+def status_from_json(body: dict[str, Any]) -> QuorumStatus:
+    """The QuorumStatus of a controller's ``GET /controller/v1/quorum`` answer (a broker
+    answers DescribeQuorum from it, as Kafka's brokers forward DescribeQuorum)."""
+    voters = tuple(VoterStatus(**{name: voter.get(name) for name in VoterStatus.__slots__})
+                   for voter in body.get("voters", ()))
+    known = {name: body[name] for name in QuorumStatus.__dataclass_fields__
+             if name in body and name != "voters"}
+    return QuorumStatus(**known, voters=voters)
