@@ -19,6 +19,7 @@ from chunkraft.kafka.codec.messages import (
     api_specs,
     decoder,
     encode,
+    encoder,
     request_header_version,
     response_header_version,
 )
@@ -70,6 +71,27 @@ def credentials(tmp_path: Path) -> CredentialStore:
     return CredentialStore(path)
 
 
+_WARM_APIS = {18: range(5), 3: range(13), 17: range(2), 36: range(3), 60: range(2),
+              17000: range(1)}
+
+
+def warm_codecs() -> None:
+    """Builds the codecs the tests use before a server starts: the first build of one takes
+    long enough to block the event loop past the tests' short deadlines."""
+    for version in (1, 2):
+        decoder("RequestHeader", version)
+        encoder("RequestHeader", version)
+    for version in (0, 1):
+        decoder("ResponseHeader", version)
+        encoder("ResponseHeader", version)
+    for api_key, versions in _WARM_APIS.items():
+        api = api_specs()[api_key]
+        for version in versions:
+            for spec in (api.request, api.response):
+                decoder(spec.name, version)
+                encoder(spec.name, version)
+
+
 class Harness:
     """A started server and the clients a test connected to it (closed with it)."""
 
@@ -97,6 +119,7 @@ async def serving(tmp_path: Path, *, listeners: Iterable[KafkaListener] = (SASL_
                   ) -> AsyncIterator[Harness]:
     """A started server with the fake handlers; its clients' connections and the server
     closed on the way out."""
+    warm_codecs()
     recorder = recorder or Recorder()
     server = KafkaServer(listeners, recorder.handlers(),
                          KafkaAuthenticator(credentials(tmp_path), mechanisms, allow_anonymous),
