@@ -169,6 +169,21 @@ def test_a_killed_broker_is_reported_and_reaped_overrides_reach_the_nodes_sigter
                         timeout=10).json()["data"]
     assert {b["broker_id"]: b["rack"] for b in brokers} == {0: "rack-all", 1: "rack-one"}
 
+    # Kafka's side, as printed: cluster.json's bootstrap lists, and the kcat command line the
+    # cluster prints works as it is (kcat, a stock client, with kafka-client.properties)
+    state = json.loads((directory / "cluster.json").read_text())
+    servers, controllers = state["kafka_bootstrap_servers"], state["kafka_bootstrap_controllers"]
+    assert len(servers.split(",")) == 2 and len(controllers.split(",")) == 1
+    assert f"Kafka bootstrap servers (SASL_PLAINTEXT): {servers}" in command.out()
+    assert f"Kafka bootstrap controllers (SASL_PLAINTEXT): {controllers}" in command.out()
+    (printed,) = [line.split("try: ", 1)[1] for line in command.out().splitlines()
+                  if "try: kcat" in line]
+    listing = subprocess.run([*printed.split(), "-m", "10"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    assert " 2 brokers:" in listing, listing
+    for port in (address.rsplit(":", 1)[1] for address in servers.split(",")):
+        assert f"127.0.0.1:{port}" in listing, listing
+
     # kill -9 broker 0: reported on stderr, with its pid, the signal and its log; reaped
     pid = nodes[("broker", 0)][1]
     assert _is_chunkraft(pid)

@@ -80,6 +80,13 @@ def boot(cluster: LocalCluster, out: TextIO) -> None:
     for broker in cluster.broker_nodes.values():
         print(f"  broker {broker.broker_id}: {broker.url}  (log {broker.log_path})", file=out)
     print(f"  credentials (admin's command-config): {cluster.command_config_path}", file=out)
+    if cluster.kafka_bootstrap_servers:
+        print(f"  Kafka bootstrap servers ({cluster.kafka_protocol}): "
+              f"{cluster.kafka_bootstrap_servers}", file=out)
+        print(f"  Kafka bootstrap controllers ({cluster.kafka_protocol}): "
+              f"{cluster.kafka_bootstrap_controllers}", file=out)
+        print(f"  Kafka client settings (librdkafka's names): "
+              f"{cluster.kafka_client_properties_path}", file=out)
     print(cluster.console_hint(), file=out)
 
 
@@ -107,6 +114,9 @@ def _hints(cluster: LocalCluster, topic: str, out: TextIO) -> None:
           f"--property print.offset=true print.broker=true", file=out)
     print(f"  chunkraft topics --bootstrap-server {controllers} --command-config {config} "
           f"--describe", file=out)
+    if cluster.kafka_bootstrap_servers:
+        print(f"  kcat -F {cluster.kafka_client_properties_path} -b "
+              f"{cluster.kafka_bootstrap_servers} -L", file=out)
 
 
 def _run(args: argparse.Namespace) -> int:
