@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import time
+import warnings
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from chunkraft.kafka.codec.messages import encode
+from chunkraft.kafka.server import connection
 from chunkraft.kafka.server.connection import ConnectionLimits
+from chunkraft.kafka.server.requests import KafkaSession
 from tests.unit.kafka.server.support import (
     LIMITS,
     METADATA,
@@ -245,3 +249,52 @@ def test_default_limits_are_kafkas_and_the_issues() -> None:
     limits = ConnectionLimits()
     assert limits.max_frame_bytes == 8 * 1024 * 1024
     assert (limits.idle_timeout, limits.sasl_timeout) == (600.0, 10.0)
+
+
+class _Clock:
+    """connection.py's ``time`` module: monotonic() gives the next of ``readings``."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+
+    def monotonic(self) -> float:
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+
+class _Writer:
+    """The little of a StreamWriter a connection that only reads uses."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+def test_the_sasl_deadline_passing_inside_a_frame_leaks_no_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The frame's size came just before the SASL deadline; its bytes are due after it. The
+    # connection closes, and must not leave a read it created but never awaited behind (a
+    # "coroutine was never awaited" RuntimeWarning, an error under this suite's -W error).
+    # started at 0; the size is read at 0.1 (0.4 s left); the body at 1.0 (deadline passed).
+    monkeypatch.setattr(connection, "time", _Clock(0.0, 0.1, 1.0))
+
+    async def scenario() -> None:
+        reader = asyncio.StreamReader()
+        reader.feed_data((100).to_bytes(4, "big"))
+        writer = _Writer()
+        session = KafkaSession("SASL_PLAINTEXT", "SASL_PLAINTEXT", "10.0.0.7")
+        served = connection.KafkaConnection(
+            reader, cast(asyncio.StreamWriter, writer), {}, session, LIMITS)
+        await served.serve()
+        assert writer.closed
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(scenario())
+        gc.collect()
+    leaked = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert leaked == []
