@@ -321,57 +321,84 @@ def _default(config: type[ControllerConfig | BrokerConfig], name: str) -> int:
     return value
 
 
-def _kafka_ports(cluster: LocalCluster) -> list[tuple[int, int]]:
-    """(port, socket.request.max.bytes) of every controller's and broker's Kafka listener
-    (the bench's cluster runs with the defaults)."""
+def _kafka_ports(cluster: LocalCluster) -> list[tuple[str, int, int]]:
+    """(kind, port, socket.request.max.bytes) of every controller's and broker's Kafka
+    listener (the bench's cluster runs with the defaults)."""
     controller = _default(ControllerConfig, "socket_request_max_bytes")
     broker = _default(BrokerConfig, "socket_request_max_bytes")
-    return [*((n.kafka_port, controller) for n in cluster.nodes.values()),
-            *((b.kafka_port, broker) for b in cluster.broker_nodes.values())]
+    return [*(("controllers", n.kafka_port, controller) for n in cluster.nodes.values()),
+            *(("brokers", b.kafka_port, broker) for b in cluster.broker_nodes.values())]
 
 
-def _close_summary(closes: list[float | None], seconds: float, what: str
-                   ) -> tuple[float, int, str]:
-    """(the slowest close, 0, a sentence): how many connections, closed by the server, the
-    p50 and slowest close, and how many were left open."""
-    done = [c for c in closes if c is not None]
-    left = len(closes) - len(done)
-    slowest = max(done, default=0.0) if not left else KAFKA_CLOSE_WAIT_S
-    return slowest, 0, (f"{len(closes)} {what} ({len(closes) / max(seconds, 1e-3):.0f}/s), "
-                        f"{len(done)} closed by the server (p50 "
-                        f"{percentile(done, 0.5) * 1000:.0f} ms), {left} left open")
+Closes = list[tuple[str, float | None]]
+"""(the port's kind, seconds until the server closed the connection or None: it did not)."""
 
 
-async def _churn(seconds: float, one: Callable[[int], Awaitable[float | None]]
-                 ) -> list[float | None]:
-    """``one(i)`` again and again, KAFKA_CONCURRENCY at a time, for ``seconds``."""
+def _close_summary(closes: Closes, failures: list[str], seconds: float, what: str,
+                   unit_ms: bool = True) -> tuple[float, int, str]:
+    """(the slowest close, 0, a sentence): how many connections, and per kind of port how
+    many the server closed, the p50 and slowest close, how many it left open; then the
+    connections that failed (a connect or an answer that timed out, by what)."""
+    done = [c for _, c in closes if c is not None]
+    slowest = KAFKA_CLOSE_WAIT_S if len(done) < len(closes) else max(done, default=0.0)
+    scale, unit = (1000, "ms") if unit_ms else (1, "s")
+    parts = []
+    for kind in ("controllers", "brokers"):
+        mine = [c for k, c in closes if k == kind]
+        ok = [c for c in mine if c is not None]
+        parts.append(f"{kind}: {len(ok)} closed, p50 {percentile(ok, 0.5) * scale:.0f} {unit}, "
+                     f"slowest {max(ok, default=0) * scale:.0f} {unit}, "
+                     f"{len(mine) - len(ok)} left open")
+    kinds = {text: failures.count(text) for text in sorted(set(failures))}
+    failed = ", ".join(f"{count} {text}" for text, count in kinds.items()) or "none"
+    return slowest, 0, (f"{len(closes)} {what} ({len(closes) / max(seconds, 1e-3):.0f}/s); "
+                        f"{'; '.join(parts)}; failed: {failed}")
+
+
+async def _connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection within 10 s, else TimeoutError."""
+    return await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+
+
+def _failure(step: str, error: BaseException) -> str:
+    return f"{step} {type(error).__name__}"
+
+
+async def _churn(seconds: float, ports: list[tuple[str, int, int]],
+                 one: Callable[[int, int, int], Awaitable[float | None]]
+                 ) -> tuple[Closes, list[str]]:
+    """``one(i, port, limit)`` again and again over the ports in turn, KAFKA_CONCURRENCY at a
+    time, for ``seconds``; the closes and the failures."""
     ends = time.monotonic() + seconds
-    closes: list[float | None] = []
+    closes: Closes = []
+    failures: list[str] = []
     counter = iter(range(10**9))
 
     async def worker() -> None:
         for _ in range(10**6):
             if time.monotonic() >= ends:
                 return
+            i = next(counter)
+            kind, port, limit = ports[i % len(ports)]
             try:
-                closes.append(await one(next(counter)))
-            except OSError:
-                closes.append(None)  # could not even connect
+                closes.append((kind, await one(i, port, limit)))
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, RuntimeError) as error:
+                failures.append(_failure(f"{kind} connect or SASL", error))
                 await asyncio.sleep(0.05)
 
     await asyncio.gather(*(worker() for _ in range(KAFKA_CONCURRENCY)))
-    return closes
+    return closes, failures
 
 
-def _kafka_oversize(ports: list[tuple[int, int]], seconds: float) -> tuple[float, int, str]:
+def _kafka_oversize(ports: list[tuple[str, int, int]], seconds: float
+                    ) -> tuple[float, int, str]:
     """Connection after connection announcing a frame over the node's limit, then sending
     64 KiB of it (a server that buffered it would read on)."""
     body = bytes(64 * 1024)
 
-    async def one(i: int) -> float | None:
-        port, limit = ports[i % len(ports)]
+    async def one(i: int, port: int, limit: int) -> float | None:
         opened = time.monotonic()
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+        reader, writer = await _connect(port)
         try:
             writer.write(struct.pack(">i", 2**31 - 1 if i % 2 else limit + 1) + body)
             return await _closed_after(reader, opened)
@@ -379,22 +406,21 @@ def _kafka_oversize(ports: list[tuple[int, int]], seconds: float) -> tuple[float
             writer.close()
 
     began = time.monotonic()
-    closes = asyncio.run(_churn(seconds, one))
-    return _close_summary(closes, time.monotonic() - began, "oversize connections")
+    closes, failures = asyncio.run(_churn(seconds, ports, one))
+    return _close_summary(closes, failures, time.monotonic() - began, "oversize connections")
 
 
-def _kafka_junk(ports: list[tuple[int, int]], seconds: float, token: str
+def _kafka_junk(ports: list[tuple[str, int, int]], seconds: float, token: str
                 ) -> tuple[float, int, str]:
     """Whole frames of junk (so that the server reads them through, then must refuse them):
     random bytes as a header of an API key that does not exist, a valid header of API key
     9999, a negative size, or (after SASL as a principal without ACLs) a Metadata v12 header
-    followed by a random body."""
+    and a body whose topic array claims 2^28 entries, then random bytes."""
     rng = random.Random(32)
 
-    async def one(i: int) -> float | None:
-        port, _ = ports[i % len(ports)]
+    async def one(i: int, port: int, limit: int) -> float | None:
         opened = time.monotonic()
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+        reader, writer = await _connect(port)
         try:
             kind = i % 4
             if kind == 0:  # junk; its first byte makes an API key of 20480 and more
@@ -408,59 +434,61 @@ def _kafka_junk(ports: list[tuple[int, int]], seconds: float, token: str
             else:
                 await _kafka_login(reader, writer, "mallory", token)
                 opened = time.monotonic()
-                junk = struct.pack(">hhih", 3, 12, i, -1) + b"\0" + rng.randbytes(
-                    rng.randrange(1, 512))
+                junk = (struct.pack(">hhih", 3, 12, i, -1) + b"\0" + b"\xff\xff\xff\x7f"
+                        + rng.randbytes(rng.randrange(1, 512)))
                 writer.write(struct.pack(">i", len(junk)) + junk)
             return await _closed_after(reader, opened)
         finally:
             writer.close()
 
     began = time.monotonic()
-    closes = asyncio.run(_churn(seconds, one))
-    return _close_summary(closes, time.monotonic() - began, "junk connections")
+    closes, failures = asyncio.run(_churn(seconds, ports, one))
+    return _close_summary(closes, failures, time.monotonic() - began, "junk connections")
 
 
-def _kafka_slow_sasl(ports: list[tuple[int, int]], seconds: float) -> tuple[float, int, str]:
+def _kafka_slow_sasl(ports: list[tuple[str, int, int]], seconds: float
+                     ) -> tuple[float, int, str]:
     """SLOW_SASL_PER_PORT connections a port, each sending ApiVersions and then nothing;
     one is opened again as the server closes it, until ``seconds`` have passed. Returns the
     median time the server took to close one (its SASL deadline)."""
     ends = time.monotonic() + seconds
-    closes: list[float | None] = []
+    closes: Closes = []
     failures: list[str] = []
 
-    async def holder(port: int) -> None:
+    async def holder(kind: str, port: int) -> None:
         for _ in range(1000):
             if time.monotonic() >= ends:
                 return
             opened = time.monotonic()
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection("127.0.0.1", port), 10)
+                reader, writer = await _connect(port)
             except (OSError, TimeoutError) as error:
-                failures.append(repr(error))
+                failures.append(_failure(f"{kind} connect", error))
                 await asyncio.sleep(0.5)
                 continue
             try:
                 await _kafka_call(reader, writer, 18, 3, _API_VERSIONS_V3)
-                closes.append(await _closed_after(reader, opened, ends - time.monotonic()))
+                closed = await _closed_after(reader, opened, ends - time.monotonic())
+                if closed is not None:  # else the window ended first: not counted
+                    closes.append((kind, closed))
             except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
-                failures.append(repr(error))
+                failures.append(_failure(f"{kind} ApiVersions", error))
             finally:
                 writer.close()
 
     async def main() -> None:
-        await asyncio.gather(*(holder(port) for port, _ in ports
+        await asyncio.gather(*(holder(kind, port) for kind, port, _ in ports
                                for _ in range(SLOW_SASL_PER_PORT)))
 
+    began = time.monotonic()
     asyncio.run(main())
-    done = sorted(c for c in closes if c is not None)
-    return percentile(done, 0.5), 0, (
-        f"{len(closes) + len(failures)} opened, {len(done)} closed by the server (p50 "
-        f"{percentile(done, 0.5):.1f} s, slowest {max(done, default=0):.1f} s), "
-        f"{len(failures)} failed{': ' + failures[0][:60] if failures else ''}")
+    _, _, sentence = _close_summary(closes, failures, time.monotonic() - began,
+                                    "connections closed at their SASL deadline",
+                                    unit_ms=False)
+    return percentile([c for _, c in closes if c is not None], 0.5), 0, sentence
 
 
-def _kafka_many_connections(ports: list[int], seconds: float, token: str
+def _kafka_many_connections(ports: list[tuple[str, int]], seconds: float, token: str
                             ) -> tuple[float, int, str]:
     """Per port: ``max.connections.per.ip`` + MANY_OVER_LIMIT connections, each
     authenticated as a principal without ACLs when it is served, held until ``seconds``
@@ -468,18 +496,17 @@ def _kafka_many_connections(ports: list[int], seconds: float, token: str
     limit = _default(ControllerConfig, "max_connections_per_ip")
     assert limit == _default(BrokerConfig, "max_connections_per_ip")
     ends = time.monotonic() + seconds
-    held: dict[int, list[asyncio.StreamWriter]] = {port: [] for port in ports}
-    refused: dict[int, list[float | None]] = {port: [] for port in ports}
+    held: dict[int, list[asyncio.StreamWriter]] = {port: [] for _, port in ports}
+    refused: dict[int, list[float]] = {port: [] for _, port in ports}
     failures: list[str] = []
 
-    async def open_one(port: int, gate: asyncio.Semaphore) -> None:
+    async def open_one(kind: str, port: int, gate: asyncio.Semaphore) -> None:
         async with gate:
             opened = time.monotonic()
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection("127.0.0.1", port), 10)
+                reader, writer = await _connect(port)
             except (OSError, TimeoutError) as error:
-                failures.append(repr(error))
+                failures.append(_failure(f"{kind} connect", error))
                 return
             closed = await _closed_after(reader, opened, 0.3)
             if closed is not None:
@@ -490,26 +517,32 @@ def _kafka_many_connections(ports: list[int], seconds: float, token: str
                 await _kafka_login(reader, writer, "mallory", token)
                 held[port].append(writer)
             except (OSError, TimeoutError, asyncio.IncompleteReadError, RuntimeError) as error:
-                refused[port].append(None)  # served at first, then closed: not at once
-                failures.append(repr(error))
+                failures.append(_failure(f"{kind} SASL", error))
                 writer.close()
+
+    opened_in: list[float] = []
 
     async def main() -> None:
         gate = asyncio.Semaphore(50)
-        await asyncio.gather(*(open_one(port, gate) for port in ports
+        began = time.monotonic()
+        await asyncio.gather(*(open_one(kind, port, gate) for kind, port in ports
                                for _ in range(limit + MANY_OVER_LIMIT)))
+        opened_in.append(time.monotonic() - began)
         await asyncio.sleep(max(ends - time.monotonic(), 0))
         for writers in held.values():
             for writer in writers:
                 writer.close()
 
     asyncio.run(main())
-    closes = [c for port in ports for c in refused[port]]
-    slowest = KAFKA_CLOSE_WAIT_S if None in closes else max(
-        (c for c in closes if c is not None), default=0.0)
-    per_port = ", ".join(f"{len(held[p])} held + {len(refused[p])} refused" for p in ports)
-    return slowest, 0, (f"limit {limit} (+ the calm client's): {per_port}; "
-                        f"{len(failures)} failed{': ' + failures[0][:60] if failures else ''}")
+    slowest = max((c for closes in refused.values() for c in closes), default=0.0)
+    per_port = "; ".join(f"{kind}: {len(held[p])} held + {len(refused[p])} refused (slowest "
+                         f"{max(refused[p], default=0) * 1000:.0f} ms)" for kind, p in ports)
+    kinds = {text: failures.count(text) for text in sorted(set(failures))}
+    failed = ", ".join(f"{count} {text}" for text, count in kinds.items()) or "none"
+    # Opened in more than the window: the calm clients had gone when the last came, so a
+    # port may hold the whole limit.
+    return slowest, 0, (f"limit {limit} (+ the calm client's): {per_port}; all opened in "
+                        f"{opened_in[0]:.1f} s of {seconds:.0f} s; failed: {failed}")
 
 
 def _kafka_attack(name: str, cluster: LocalCluster, leader: int, hostile_token: str,
@@ -523,8 +556,8 @@ def _kafka_attack(name: str, cluster: LocalCluster, leader: int, hostile_token: 
         return _kafka_slow_sasl(ports, seconds)
     if name == "kafka-many-connections":
         return _kafka_many_connections(
-            [cluster.nodes[leader].kafka_port, cluster.broker_nodes[0].kafka_port], seconds,
-            hostile_token)
+            [("controller (leader)", cluster.nodes[leader].kafka_port),
+             ("broker 0", cluster.broker_nodes[0].kafka_port)], seconds, hostile_token)
     raise ValueError(name)
 
 
@@ -653,14 +686,17 @@ def _with_kafka_calm(cluster: LocalCluster, leader: int,
                      ) -> Callable[[float, float], None]:
     """``on_window`` for the load run: starts the 2 well-behaved Kafka clients (the leader's
     Kafka port, broker 0's), runs the attack, then collects their figures."""
-    ports = [cluster.nodes[leader].kafka_port, cluster.broker_nodes[0].kafka_port]
+    ports = {"controller": cluster.nodes[leader].kafka_port,
+             "broker": cluster.broker_nodes[0].kafka_port}
 
     def on_window(start: float, end: float) -> None:
         with get_context("spawn").Pool(len(ports)) as pool:
-            runs = [pool.apply_async(_kafka_calm, (port, cluster.admin_token, start, end))
-                    for port in ports]
+            runs = {target: pool.apply_async(_kafka_calm, (port, cluster.admin_token, start,
+                                                          end))
+                    for target, port in ports.items()}
             outcome.append(attack(start, end))
-            calm.extend(run.get(timeout=max(end - time.time(), 0) + 60) for run in runs)
+            calm.extend({"target": target, **run.get(timeout=max(end - time.time(), 0) + 60)}
+                        for target, run in runs.items())
 
     return on_window
 
@@ -702,6 +738,11 @@ def measure(name: str, cluster: LocalCluster, args: argparse.Namespace,
         "kafka_good_p50_ms": round(percentile(kafka_latencies, 0.5), 1),
         "kafka_good_p99_ms": round(percentile(kafka_latencies, 0.99), 1),
         "kafka_good_connections": sum(run["connections"] for run in calm),
+        "kafka_good_by_target": {run["target"]: {
+            "ops": len(run["latencies"]), "errors": run["errors"],
+            "p50_ms": round(percentile(run["latencies"], 0.5), 1),
+            "p99_ms": round(percentile(run["latencies"], 0.99), 1),
+            "max_ms": round(max(run["latencies"], default=0.0), 1)} for run in calm},
         "kafka_log_lines": _log_lines(cluster, KAFKA_CLOSED_LINE, brokers=True)
         - kafka_lines_before,
         "window_s": duration, **leadership.fields(),
@@ -719,11 +760,17 @@ def _target_met(row: dict[str, Any]) -> bool:
                  or row["hostile_seconds"] <= 2.0))
 
 
+def _by_target(row: dict[str, Any]) -> str:
+    targets = row.get("kafka_good_by_target", {})
+    return " / ".join(str(targets[t]["p99_ms"]) for t in ("controller", "broker")
+                      if t in targets)
+
+
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| attack | hostile answered in | how | elections | brokers fenced | "
              "good ops | errors | p50 ms | p99 ms | Kafka ops | Kafka errors | Kafka p50 ms | "
-             "Kafka p99 ms | Kafka log lines | target |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Kafka p99 ms | Kafka p99 ms controller / broker | Kafka log lines | target |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(
             f"| {row['attack']} | {row['hostile_seconds']:.2f} s | "
@@ -732,6 +779,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['good_errors']} | {row['good_p50_ms']} | {row['good_p99_ms']} | "
             f"{row.get('kafka_good_ops', '')} | {row.get('kafka_good_errors', '')} | "
             f"{row.get('kafka_good_p50_ms', '')} | {row.get('kafka_good_p99_ms', '')} | "
+            f"{_by_target(row)} | "
             f"{row.get('kafka_log_lines', '')} | {'met' if _target_met(row) else 'MISSED'} |")
     return lines
 
