@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chunkraft.kafka.schema.specs import FieldSpec, MessageSpec
+from chunkraft.records.varint import encode_uvarint
 
 __all__ = ["Decoder", "Encoder", "KafkaDecodeError", "build_decoder", "build_encoder",
            "default_value"]
@@ -76,21 +77,9 @@ def default_value(spec: FieldSpec) -> Any:
 # ------------------------------------------------------------------ runtime helpers
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL_UVARINTS = [bytes([n]) for n in range(128)]
-
-
 def uvarint(value: int) -> bytes:
-    """Kafka's unsigned varint."""
-    return _SMALL_UVARINTS[value] if 0 <= value < 128 else _uvarint(value)
+    """Kafka's unsigned varint (the records' codec writes the same one)."""
+    return encode_uvarint(value)
 
 
 def read_uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:

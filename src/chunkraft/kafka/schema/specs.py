@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "EXTENSIONS",
     "KAFKA_RESOURCES",
     "OWN_RESOURCES",
+    "OWN_TAGS_FROM",
     "FieldSpec",
     "MessageSpec",
     "VersionRange",
@@ -176,6 +178,9 @@ def parse_message(text: str, source: str = "") -> MessageSpec:
         latest_unstable=bool(data.get("latestVersionUnstable", False)), source=source)
 
 
+OWN_TAGS_FROM = 10000
+"""chunkraft's tagged fields on Kafka's messages have tags from here up (Kafka's are small)."""
+
 EXTENSIONS = "tagged_extensions.json"
 """chunkraft's tagged fields on Kafka's messages (in ``chunkraft_messages/``): a list of
 ``{"message", "path" (struct fields from the top), "fields"}``, each field in Kafka's syntax."""
@@ -194,6 +199,9 @@ def _extended(fields: tuple[FieldSpec, ...], path: list[str],
     if not path:
         tags = {f.tag for f in fields if f.tag is not None}
         clash = [f.name for f in added if f.tag in tags]
+        low = [f.name for f in added if f.tag is None or f.tag < OWN_TAGS_FROM]
+        if low:
+            raise ValueError(f"{where}: {', '.join(low)} must be tagged from {OWN_TAGS_FROM}")
         if clash:
             raise ValueError(f"{where}: the tag of {', '.join(clash)} is Kafka's already")
         return fields + added
