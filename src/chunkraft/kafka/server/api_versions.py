@@ -43,5 +43,6 @@ def api_versions_handler(table: dict[int, ApiHandler]) -> ApiHandler:
                 "client_software_version") or "")
         return {"error_code": 0, "api_keys": keys(private), "throttle_time_ms": 0}
 
-    # Served at any version: one above the range is answered with UNSUPPORTED_VERSION.
-    return ApiHandler(API_VERSIONS_KEY, 0, 2**15 - 1, handle, before_authentication=True)
+    # Advertised 0-4; a request above is still answered, with UNSUPPORTED_VERSION at v0 (the
+    # connection hands it over undecoded: its body's layout is unknown).
+    return ApiHandler(API_VERSIONS_KEY, 0, API_VERSIONS_MAX, handle, before_authentication=True)

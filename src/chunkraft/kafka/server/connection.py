@@ -133,9 +133,11 @@ class KafkaConnection:
         if size < 0 or size > self.limits.max_frame_bytes:
             raise _Close(f"a frame of {size} bytes is over socket.request.max.bytes "
                          f"({self.limits.max_frame_bytes})")
+        # The deadline first: it may close the connection, and a read made before it would
+        # be left unawaited.
+        timeout = min(self.limits.frame_timeout, self._read_deadline())
         try:
-            return await asyncio.wait_for(self.reader.readexactly(size), min(
-                self.limits.frame_timeout, self._read_deadline()))
+            return await asyncio.wait_for(self.reader.readexactly(size), timeout)
         except TimeoutError:
             raise _Close(f"a frame of {size} bytes did not arrive within "
                          f"{self.limits.frame_timeout:g} s") from None

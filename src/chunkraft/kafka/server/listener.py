@@ -121,6 +121,10 @@ class KafkaServer:
             await KafkaConnection(reader, writer, self.handlers, session, self.limits,
                                   raw_sasl=lambda s, m, t: raw_sasl_token(
                                       self.authenticator, s, m, t)).serve()
+        except asyncio.CancelledError:
+            # close() ends the connection: finish quietly, since asyncio's stream protocol
+            # logs a cancelled connection task as an error.
+            writer.transport.abort()
         finally:
             if task is not None:
                 self._tasks.discard(task)

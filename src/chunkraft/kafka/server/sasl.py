@@ -98,8 +98,10 @@ class KafkaAuthenticator:
             text = message.decode()
         except UnicodeDecodeError:
             raise SaslFailure("a SASL/OAUTHBEARER message must be UTF-8") from None
+        gs2, _, rest = text.partition("\x01")
+        authzid = next((part[2:] for part in gs2.split(",") if part.startswith("a=")), "")
         token = None
-        for item in text.split("\x01")[1:]:
+        for item in rest.split("\x01"):
             key, _, value = item.partition("=")
             if key == "auth":
                 scheme, _, token = value.partition(" ")
@@ -110,6 +112,8 @@ class KafkaAuthenticator:
         name = self._principal_of(token.strip())
         if name is None:
             raise SaslFailure("Authentication failed: invalid bearer token")
+        if authzid and authzid not in (name, name.partition(":")[2]):
+            raise SaslFailure(f"authorization id {authzid!r} is not the token's principal")
         return Principal(name, host), token.strip()
 
 
