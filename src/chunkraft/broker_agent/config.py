@@ -151,15 +151,19 @@ def _check(config: BrokerConfig, sources: Mapping[str, str]) -> None:
     if is_wildcard(config.advertised.host):
         raise fail("advertised.listeners", f"{config.advertised.url} is not an address others "
                    "can connect to; set advertised.listeners to a reachable http://host:port")
+    # The certificate serves an https:// listener and the TLS Kafka listeners (SSL, SASL_SSL).
     https = config.listeners.scheme == "https"
-    if https and (config.ssl_certfile is None or config.ssl_keyfile is None):
-        raise fail("listeners", f"{config.listeners.url} is https: set ssl.certfile and "
-                   "ssl.keyfile")
-    if config.ssl_certfile is not None and not https:
-        raise fail("ssl.certfile", f"set, but listeners = {config.listeners.url} is not https")
-    if config.ssl_client_auth != "none" and (config.ssl_ca_file is None or not https):
+    needs = ([config.listeners.url] if https else []) + [
+        str(entry) for entry in config.kafka_listeners if entry.uses_tls]
+    if needs and (config.ssl_certfile is None or config.ssl_keyfile is None):
+        raise fail("listeners", f"{', '.join(needs)} serve{'s' if len(needs) == 1 else ''} "
+                   "TLS: set ssl.certfile and ssl.keyfile")
+    if config.ssl_certfile is not None and not needs:
+        raise fail("ssl.certfile", f"set, but listeners = {config.listeners.url} is not https "
+                   "and no Kafka listener is SSL or SASL_SSL")
+    if config.ssl_client_auth != "none" and (config.ssl_ca_file is None or not needs):
         raise fail("ssl.client.auth", f"{config.ssl_client_auth} needs ssl.ca.file and an "
-                   "https:// listener")
+                   "https:// listener or a TLS Kafka listener")
 
 
 def load_broker_config(config_file: str | None, overrides: Mapping[str, str],

@@ -351,7 +351,8 @@ def run_broker(config: BrokerConfig) -> int:
     app = create_app(runtime)
     listener = config.listeners
     tls: dict[str, Any] = {}
-    if config.ssl_certfile is not None:
+    # The files may serve only the Kafka TLS listeners: uvicorn serves TLS for https:// alone.
+    if config.ssl_certfile is not None and listener.scheme == "https":
         tls = {"ssl_certfile": str(config.ssl_certfile), "ssl_keyfile": str(config.ssl_keyfile)}
         if config.ssl_ca_file is not None:
             tls["ssl_ca_certs"] = str(config.ssl_ca_file)

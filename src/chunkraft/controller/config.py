@@ -277,21 +277,28 @@ def _check_http(config: ControllerConfig, where: _Where) -> None:
 
 
 def _check_tls(config: ControllerConfig, where: _Where) -> None:
+    """The certificate is needed by an https:// listener or a TLS Kafka listener (SSL,
+    SASL_SSL), and only then."""
     https = config.listeners.scheme == "https"
-    if https and config.ssl_certfile is None:
-        raise where.error("listeners", f"{config.listeners.url} is https: set ssl.certfile and "
-                          "ssl.keyfile to this controller's certificate and key")
-    if config.ssl_certfile is not None and not https:
+    kafka_tls = [str(entry) for entry in config.kafka_listeners if entry.uses_tls]
+    needs = ([config.listeners.url] if https else []) + kafka_tls
+    if needs and config.ssl_certfile is None:
+        raise where.error("listeners", f"{', '.join(needs)} serve{'s' if len(needs) == 1 else ''}"
+                          " TLS: set ssl.certfile and ssl.keyfile to this controller's "
+                          "certificate and key")
+    if config.ssl_certfile is not None and not needs:
         raise where.error("ssl.certfile", f"set, but {where('listeners')} = "
-                          f"{config.listeners.url} is not https://")
+                          f"{config.listeners.url} is not https:// and no Kafka listener is "
+                          "SSL or SASL_SSL")
     if config.ssl_keyfile is not None and config.ssl_certfile is None:
         raise where.error("ssl.keyfile", "set without ssl.certfile")
     if config.ssl_client_auth != "none" and config.ssl_ca_file is None:
         raise where.error("ssl.client.auth", f"{config.ssl_client_auth} needs ssl.ca.file, the "
                           "CA bundle client certificates are verified with")
-    if config.ssl_client_auth != "none" and not https:
+    if config.ssl_client_auth != "none" and not needs:
         raise where.error("ssl.client.auth", f"{config.ssl_client_auth} needs an https:// "
-                          f"listener ({where('listeners')} = {config.listeners.url})")
+                          f"listener or a TLS Kafka listener ({where('listeners')} = "
+                          f"{config.listeners.url})")
 
 
 def check_authentication(config: ControllerConfig) -> None:

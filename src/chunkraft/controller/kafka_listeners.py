@@ -21,7 +21,12 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from chunkraft.controller.addresses import Listener, parse_host_port, parse_listener
+from chunkraft.controller.addresses import (
+    Listener,
+    parse_host_port,
+    parse_listener,
+    parse_node_id,
+)
 
 __all__ = [
     "SASL_MECHANISMS",
@@ -183,12 +188,13 @@ def parse_kafka_endpoints(text: str) -> tuple[tuple[int, str, int], ...]:
         if not sep or not node.isdigit():
             raise ValueError(f"{raw!r} is not id@host:port")
         try:
+            node_id = parse_node_id(node)
             host, port = parse_host_port(rest)
         except ValueError as error:
             raise ValueError(f"{raw!r}: {error}") from None
-        if any(entry[0] == int(node) for entry in found):
-            raise ValueError(f"node id {node} is given twice")
-        found.append((int(node), host, port))
+        if any(entry[0] == node_id for entry in found):
+            raise ValueError(f"node id {node_id} is given twice")
+        found.append((node_id, host, port))
     return tuple(found)
 
 

@@ -145,7 +145,10 @@ def run_controller(config: ControllerConfig) -> int:
         check_authentication(config)
         authenticator = authenticator_of(config)
         tls = tls_settings(config)
-        ssl_context = _client_context(tls) if tls is not None else None
+        # The files may serve only the Kafka TLS listeners: the HTTP side uses them (uvicorn's
+        # TLS, calls to the other controllers over https) only with an https:// listener.
+        http_tls = tls if config.listeners.scheme == "https" else None
+        ssl_context = _client_context(http_tls) if http_tls is not None else None
         check_storage(config.data_dir, config.cluster_id, config.node_id)
         node = RaftNode(raft_settings(config))
     except ChunkraftError as error:
@@ -185,7 +188,8 @@ def run_controller(config: ControllerConfig) -> int:
                 head_timeout_s=config.http_head_timeout_ms / 1000,
                 body_timeout_s=config.http_body_timeout_ms / 1000,
                 max_connections_per_address=config.http_max_connections_per_address),
-                tls.uvicorn_options() if tls else None)), on_stop=controller.release_waiters)
+                http_tls.uvicorn_options() if http_tls else None)),
+            on_stop=controller.release_waiters)
         logger.info("controller %d: Raft on %s, HTTP on %s, Kafka on %s, cluster %s",
                     config.node_id, config.raft_address, listener.url,
                     ",".join(map(str, config.kafka_listeners)) or "(none)", config.cluster_id)

@@ -5,11 +5,13 @@ DescribeCluster (endpoint type 1) from its own metadata image, naming itself as 
 takes admin requests; InitProducerId through the broker's own route; and the admin APIs,
 forwarded to the controllers with the client's own
 credentials (:class:`~chunkraft.kafka.channel_gateway.ChannelGateway`). The listener runs on
-the broker's event loop beside uvicorn.
+a thread and an event loop of its own, so that a busy main loop (deltas, log creation) never
+queues a client's Metadata behind it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 from collections.abc import AsyncIterator
@@ -17,7 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from chunkraft.broker_agent.controller_channel import ControllerRpcError
+from chunkraft.broker_agent.controller_channel import ControllerChannel, ControllerRpcError
 from chunkraft.broker_agent.runtime import BrokerRuntime
 from chunkraft.controller.raft.log import QuorumStatus
 from chunkraft.error_codes import Errors
@@ -27,10 +29,11 @@ from chunkraft.kafka.chunk_cut import with_operator_cuts
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer_bytes
 from chunkraft.kafka.controller_service import connection_limits
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
-from chunkraft.kafka.producer_id_handler import init_producer_id_handler
+from chunkraft.kafka.producer_id_handler import INIT_PRODUCER_ID_KEY, init_producer_id_handler
 from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
 from chunkraft.kafka.route_gateway import RouteGateway
 from chunkraft.kafka.server.listener import KafkaServer
+from chunkraft.kafka.server.listener_thread import KafkaListenerThread, on_loop
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
 from chunkraft.records.uuids import kafka_uuid_str
@@ -45,10 +48,13 @@ _NO_STATUS = QuorumStatus(node_id=-1, state="unknown", leader_id=None, epoch=-1,
 
 
 def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
-                    verify: ssl.SSLContext | bool = True) -> list[ApiHandler]:
+                    verify: ssl.SSLContext | bool = True,
+                    channel: ControllerChannel | None = None) -> list[ApiHandler]:
     """Every API a broker's Kafka listener serves but ApiVersions and SASL; ``app`` is the
     broker's HTTP app, whose data-plane routes the data-plane APIs run; ``verify`` checks the
-    brokers it asks to cut a chunk (httpx's ``verify``)."""
+    brokers it asks to cut a chunk (httpx's ``verify``); ``channel`` reaches the controllers
+    (default: the broker's own)."""
+    controllers = channel or runtime.controller
     node_id = runtime.node_id
 
     def cluster_id() -> str:
@@ -70,7 +76,7 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
     async def describe_quorum(request: KafkaRequest) -> dict[str, Any]:
         token = request.session.token
         try:
-            status = await runtime.controller.call(
+            status = await controllers.call(
                 "/controller/v1/quorum", method="GET", retry_for=10.0,
                 headers={"authorization": f"Bearer {token}"} if token else None)
         except ControllerRpcError as error:
@@ -85,7 +91,7 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             ApiHandler(55, 0, 2, describe_quorum),
             init_producer_id_handler(RouteGateway(app)),
-            *with_operator_cuts(admin_handlers(ChannelGateway(runtime.controller)),
+            *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
                                 lambda: runtime.follower.image, verify)]
 
 
@@ -93,20 +99,38 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
 async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None,
                               app: FastAPI, verify: ssl.SSLContext | bool = True
                               ) -> AsyncIterator[KafkaServer | None]:
-    """Runs the broker's Kafka listeners for the duration (yields None without any)."""
+    """Runs the broker's Kafka listeners for the duration, on a thread and an event loop of
+    their own (:mod:`chunkraft.kafka.server.listener_thread`): yields None without any.
+
+    What the listener's loop cannot do itself runs on the broker's main loop: the broker app's
+    InitProducerId route. Admin forwarding and DescribeQuorum use a controller channel of the
+    listener's own (its HTTP client belongs to that loop), which goes to the leader first as
+    the broker's does."""
     config = runtime.config
     if not config.kafka_listeners:
         yield None
         return
+    main = asyncio.get_running_loop()
     authenticator = runtime.authenticator
-    server = KafkaServer(
-        config.kafka_listeners, broker_handlers(runtime, app, verify),
-        KafkaAuthenticator(authenticator.credentials if authenticator else None,
-                           config.sasl_enabled_mechanisms, config.auth_allow_anonymous),
-        limits=connection_limits(config), max_connections_per_ip=config.max_connections_per_ip,
-        tls=tls)
-    await server.start()
+    credentials = authenticator.credentials if authenticator else None
+
+    def build() -> KafkaServer:
+        channel = ControllerChannel(runtime.controller.urls, timeout=10.0,
+                                    retry_for=config.request_timeout_ms / 1000,
+                                    verify=verify)
+        runtime.controller.share_preference(channel)
+        handlers = [on_loop(h, main) if h.api_key == INIT_PRODUCER_ID_KEY else h
+                    for h in broker_handlers(runtime, app, verify, channel)]
+        return KafkaServer(
+            config.kafka_listeners, handlers,
+            KafkaAuthenticator(credentials, config.sasl_enabled_mechanisms,
+                               config.auth_allow_anonymous),
+            limits=connection_limits(config),
+            max_connections_per_ip=config.max_connections_per_ip, tls=tls)
+
+    thread = KafkaListenerThread(build, name=f"kafka-listener-{runtime.node_id}")
+    server = await thread.start()
     try:
         yield server
     finally:
-        await server.close()
+        await thread.stop()

@@ -121,7 +121,9 @@ def _selected(image: MetadataImage, request: dict[str, Any], version: int,
                  else image.topics.get_by_name(name) if name else None)
         shown_name = found.name if found is not None else name
         if check is not None and shown_name is not None and not check(shown_name):
-            shown.append(_unknown(Errors.TOPIC_AUTHORIZATION_FAILED, shown_name, topic_id))
+            # Asked by id, the name is what is protected: Kafka answers it null.
+            shown.append(_unknown(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                  None if topic_id != ZERO_UUID else shown_name, topic_id))
         elif found is not None:
             shown.append(found)
         elif topic_id != ZERO_UUID:
@@ -186,25 +188,32 @@ def describe_cluster_answer(image: MetadataImage, request: dict[str, Any], versi
                             session: KafkaSession, *, cluster_id: str, self_id: int | None,
                             controllers: list[dict[str, Any]] | None) -> dict[str, Any]:
     """DescribeCluster: the brokers (endpoint type 1) on a broker, the controllers (type 2,
-    KIP-919's ``--bootstrap-controller``) on a controller (``controllers`` given); the other
-    type answers UNSUPPORTED_ENDPOINT_TYPE (MISMATCHED_ENDPOINT_TYPE at v0, where a
-    controller cannot tell)."""
+    KIP-919's ``--bootstrap-controller``) on a controller (``controllers`` given). As Kafka's
+    answer: the other known type is MISMATCHED_ENDPOINT_TYPE (the Java admin's hint to use the
+    other bootstrap option), an unknown type UNSUPPORTED_ENDPOINT_TYPE, and a controller asked
+    at v0 (which can only mean brokers) INVALID_REQUEST."""
     asked = request.get("endpoint_type", ENDPOINT_BROKERS) if version >= 1 else ENDPOINT_BROKERS
+    here = ENDPOINT_CONTROLLERS if controllers is not None else ENDPOINT_BROKERS
     base: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
                             "endpoint_type": asked, "cluster_id": cluster_id,
                             "controller_id": -1, "brokers": [],
                             "cluster_authorized_operations": _NOT_REQUESTED}
+    if asked != here:
+        what = "a controller" if controllers is not None else "a broker"
+        if version == 0:
+            error = Errors.INVALID_REQUEST
+        elif asked in (ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS):
+            error = Errors.MISMATCHED_ENDPOINT_TYPE
+        else:
+            error = Errors.UNSUPPORTED_ENDPOINT_TYPE
+        other = ("ask a broker for the brokers" if controllers is not None
+                 else "ask a controller (--bootstrap-controller) for the controllers")
+        return base | {"error_code": error.code,
+                       "error_message": f"this is {what}, endpoint type {asked} was asked: "
+                                        f"{other}"}
     if controllers is not None:
-        if asked != ENDPOINT_CONTROLLERS:
-            error = Errors.MISMATCHED_ENDPOINT_TYPE if version == 0 else \
-                Errors.UNSUPPORTED_ENDPOINT_TYPE
-            return base | {"error_code": error.code, "error_message": "this is a controller: "
-                           "ask it with endpoint type 2 (controllers), or ask a broker"}
         leader = self_id if self_id is not None else -1
         return base | {"controller_id": leader, "brokers": controllers}
-    if asked != ENDPOINT_BROKERS:
-        return base | {"error_code": Errors.UNSUPPORTED_ENDPOINT_TYPE.code,
-                       "error_message": "this is a broker: ask a controller for the controllers"}
     nodes = broker_nodes(image, session.listener)
     return base | {"controller_id": _admin_node(image, nodes, self_id),
                    "brokers": [{"broker_id": n["node_id"], "host": n["host"],

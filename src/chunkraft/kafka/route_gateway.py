@@ -51,8 +51,8 @@ class RouteGateway:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self._routes: dict[str, Callable[..., Awaitable[Response]]] = {}
-        for route in _post_routes(app.routes):
-            self._routes[route.path] = route.endpoint
+        for path, route in _post_routes(app.routes):
+            self._routes[path] = route.endpoint
 
     async def _call(self, path: str, body: dict[str, Any], session: KafkaSession,
                     **params: Any) -> dict[str, Any]:
@@ -93,12 +93,16 @@ class RouteGateway:
         return await self._call(path, body, session, min_offset=-1, wait_ms=0)
 
 
-def _post_routes(routes: Any) -> list[APIRoute]:
-    found: list[APIRoute] = []
+def _post_routes(routes: Any, prefix: str = "") -> list[tuple[str, APIRoute]]:
+    """(full path, route) of every POST route, included routers' too: FastAPI keeps an
+    included router whole, and the prefix it was included with apart from its routes."""
+    found: list[tuple[str, APIRoute]] = []
     for route in routes:
         included = getattr(route, "original_router", None)
         if included is not None:
-            found.extend(_post_routes(included.routes))
+            context = getattr(route, "include_context", None)
+            inner = prefix + (getattr(context, "prefix", "") or "")
+            found.extend(_post_routes(included.routes, inner))
         elif isinstance(route, APIRoute) and route.methods == {"POST"}:
-            found.append(route)
+            found.append((prefix + route.path, route))
     return found

@@ -69,7 +69,7 @@ def test_errors_name_the_setting_and_its_source(tmp_path: Path) -> None:
                            {}, {})
     with pytest.raises(ConfigError, match="only one log directory"):
         load_broker_config(write(tmp_path, {**REQUIRED, "log.dirs": "/a,/b"}), {}, {})
-    with pytest.raises(ConfigError, match="https: set ssl\\.certfile"):
+    with pytest.raises(ConfigError, match="https://h:1 serves TLS: set ssl\\.certfile"):
         load_broker_config(write(tmp_path, {**REQUIRED, "listeners": "https://h:1"}), {}, {})
 
 

@@ -60,14 +60,14 @@ def test_the_kafka_settings_take_kafkas_defaults(tmp_path: Path) -> None:
 
 def test_advertised_entries_replace_theirs_by_name(tmp_path: Path) -> None:
     config = load(tmp_path, {
-        "listeners": "http://0.0.0.0:9090,SASL_PLAINTEXT://:9092,SSL://127.0.0.1:9093",
+        "listeners": "http://0.0.0.0:9090,SASL_PLAINTEXT://:9092,PLAINTEXT://127.0.0.1:9093",
         "advertised.listeners": "SASL_PLAINTEXT://b0.example:19092,http://b0.example:9090"})
     assert config.listeners == Listener("http", "0.0.0.0", 9090)
     assert config.advertised == Listener("http", "b0.example", 9090)
     assert config.kafka_listeners[0].host == "0.0.0.0"
     assert config.kafka_advertised_listeners == (
         KafkaListener("SASL_PLAINTEXT", "SASL_PLAINTEXT", "b0.example", 19092),
-        KafkaListener("SSL", "SSL", "127.0.0.1", 9093))
+        KafkaListener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9093))
 
 
 def test_advertising_only_kafka_entries_leaves_the_http_listener_itself(tmp_path: Path) -> None:

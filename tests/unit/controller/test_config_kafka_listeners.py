@@ -39,7 +39,7 @@ def test_the_kafka_settings_take_kafkas_defaults(layers: Layers) -> None:
 
 
 def test_advertised_kafka_entries_replace_theirs_by_name(layers: Layers) -> None:
-    layers.file["listeners"] = "http://127.0.0.1:9090,SASL_PLAINTEXT://:9092,SSL://127.0.0.1:9093"
+    layers.file["listeners"] = "http://127.0.0.1:9090,SASL_PLAINTEXT://:9092,PLAINTEXT://127.0.0.1:9093"
     layers.file["advertised.listeners"] = "SASL_PLAINTEXT://c1.example:19092"
     config = layers.load()
     # No http entry in advertised.listeners: the HTTP listener advertises itself.
@@ -48,7 +48,7 @@ def test_advertised_kafka_entries_replace_theirs_by_name(layers: Layers) -> None
         "SASL_PLAINTEXT", "SASL_PLAINTEXT", "0.0.0.0", 9092)
     assert config.kafka_advertised_listeners == (
         KafkaListener("SASL_PLAINTEXT", "SASL_PLAINTEXT", "c1.example", 19092),
-        KafkaListener("SSL", "SSL", "127.0.0.1", 9093))
+        KafkaListener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9093))
 
 
 def test_the_protocol_map_names_a_listeners_protocol(layers: Layers) -> None:
