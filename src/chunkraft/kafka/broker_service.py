@@ -119,6 +119,7 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
                                     retry_for=config.request_timeout_ms / 1000,
                                     verify=verify)
         runtime.controller.share_preference(channel)
+        channel.prefer(runtime.controller.preferred_url)  # the leader, as far as it knows
         handlers = [on_loop(h, main) if h.api_key == INIT_PRODUCER_ID_KEY else h
                     for h in broker_handlers(runtime, app, verify, channel)]
         return KafkaServer(

@@ -17,7 +17,7 @@ from typing import Any
 from chunkraft.broker_agent.controller_channel import ControllerChannel, ControllerRpcError
 from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.gateway import GatewayError
-from chunkraft.kafka.route_gateway import error_of
+from chunkraft.kafka.route_gateway import READ_WAIT_MS, error_of
 from chunkraft.kafka.server.requests import KafkaSession
 
 __all__ = ["ChannelGateway"]
@@ -54,4 +54,7 @@ class ChannelGateway:
 
     async def read(self, path: str, body: dict[str, Any],
                    session: KafkaSession) -> dict[str, Any]:
-        return await self._call(path, body, session, None)
+        # Read your writes: the controller answers once it has applied the newest write this
+        # channel saw (any client's of this broker), wherever the read lands.
+        return await self._call(path, body, session, {
+            "min_offset": self.channel.last_offset, "wait_ms": READ_WAIT_MS})

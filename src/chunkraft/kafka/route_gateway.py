@@ -23,7 +23,11 @@ from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.gateway import GatewayError
 from chunkraft.kafka.server.requests import KafkaSession
 
-__all__ = ["RouteGateway", "error_of"]
+__all__ = ["READ_WAIT_MS", "RouteGateway", "error_of"]
+
+OFFSET_HEADER = "x-metadata-offset"
+READ_WAIT_MS = 5000
+"""How long a read waits for this node to apply the gateway's last write."""
 
 _BY_NAME = {error.name: error for error in Errors}
 _BY_CODE = {error.code: error for error in Errors}
@@ -50,6 +54,8 @@ class RouteGateway:
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
+        self.last_offset = -1
+        """The metadata offset of the newest answer (``X-Metadata-Offset``)."""
         self._routes: dict[str, Callable[..., Awaitable[Response]]] = {}
         for path, route in _post_routes(app.routes):
             self._routes[path] = route.endpoint
@@ -77,6 +83,9 @@ class RouteGateway:
                  "client": (session.peer_host, 0), "server": ("kafka", 0),
                  "state": {"principal": session.principal}, "path_params": {}}
         response = await endpoint(Request(scope, receive), **params)
+        offset = response.headers.get(OFFSET_HEADER)
+        if offset is not None and response.status_code == 200:
+            self.last_offset = max(self.last_offset, int(offset))
         payload = json.loads(bytes(response.body) or b"null")
         if response.status_code != 200:
             raise error_of(response.status_code, payload)
@@ -90,7 +99,11 @@ class RouteGateway:
 
     async def read(self, path: str, body: dict[str, Any],
                    session: KafkaSession) -> dict[str, Any]:
-        return await self._call(path, body, session, min_offset=-1, wait_ms=0)
+        # Read your writes: a follower answers once it has applied the last write this
+        # gateway committed (its own or forwarded to the leader), as REST clients ask with
+        # min_offset.
+        return await self._call(path, body, session, min_offset=self.last_offset,
+                                wait_ms=READ_WAIT_MS)
 
 
 def _post_routes(routes: Any, prefix: str = "") -> list[tuple[str, APIRoute]]:

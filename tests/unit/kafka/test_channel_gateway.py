@@ -59,7 +59,9 @@ def test_the_clients_token_is_sent_instead_of_the_brokers(method: str) -> None:
     (request,) = seen
     assert request.headers.get_list("authorization") == ["Bearer crt_alice"]
     assert request.method == "POST"
-    assert str(request.url) == "http://c1/controller/v1/create-topics"
+    # A read asks for the channel's newest offset (read your writes; -1 before any answer).
+    query = "?min_offset=-1&wait_ms=5000" if method == "read" else ""
+    assert str(request.url) == f"http://c1/controller/v1/create-topics{query}"
     assert json.loads(request.content) == body
     assert request.headers["idempotency-key"]
 

@@ -81,9 +81,26 @@ def test_a_write_returns_the_routes_answer_as_the_sessions_principal(
                       "path": "/controller/v1/echo"}
 
 
-def test_a_read_asks_the_committed_image_at_once(gateway: RouteGateway) -> None:
+def test_a_read_asks_for_the_gateways_last_write(gateway: RouteGateway) -> None:
+    # Before any write: the committed image as it is (min_offset -1).
     answer = run(gateway.read("/controller/v1/read", {"resources": []}, SESSION))
-    assert answer == {"min_offset": -1, "wait_ms": 0, "body": {"resources": []}}
+    assert answer == {"min_offset": -1, "wait_ms": 5000, "body": {"resources": []}}
+    # After a write answered at offset 42, a read waits for this node to apply it.
+    gateway.last_offset = 42
+    answer = run(gateway.read("/controller/v1/read", {"resources": []}, SESSION))
+    assert answer["min_offset"] == 42
+
+
+def test_an_answers_offset_is_kept_as_the_last_one() -> None:
+    application = FastAPI()
+
+    async def written(request: Request) -> Response:
+        return JSONResponse({"ok": True}, headers={"X-Metadata-Offset": "17"})
+
+    application.add_api_route("/controller/v1/written", written, methods=["POST"])
+    gateway = RouteGateway(application)
+    run(gateway.write("/controller/v1/written", {}, SESSION))
+    assert gateway.last_offset == 17
 
 
 def test_a_refusal_becomes_a_gateway_error_with_its_kafka_error(gateway: RouteGateway) -> None:
