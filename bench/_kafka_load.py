@@ -61,8 +61,16 @@ def _thread(workload: KafkaWorkload, task: int, tasks: int, start: float, end: f
             result: LoadResult, lock: threading.Lock) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(dict(workload.settings))
-    admin.list_topics(timeout=30)  # connected and authenticated before the window
+    try:
+        admin = AdminClient(dict(workload.settings))
+        # Connected and authenticated before the window; one topic's Metadata, not every
+        # topic's (the earlier windows' topics would make it megabytes).
+        admin.list_topics(topic=f"{workload.prefix}-warm-up", timeout=30)
+    except Exception as error:  # a client that never started counts, never a silent 0
+        with lock:
+            result.errors += 1
+            result.first_error = result.first_error or f"setup: {error!r}"[:300]
+        return
     ops = errors = 0
     latencies: list[float] = []
     first_error = ""

@@ -4,8 +4,10 @@ Workloads, as ``bench_controller.py`` has them: single createTopics (1 partition
 and 32 clients, and createPartitions growing a pooled 1-partition topic by 100 partitions with 1
 client. Each runs through confluent-kafka's ``AdminClient`` (librdkafka) on a controller's Kafka
 port (``_kafka_load``), and through the HTTP load client of ``bench_controller.py`` on the same
-controller's HTTP port (``_http_load``), alternated, ``--runs`` times, with the median and the
-ratio Kafka/HTTP (ops/s; higher is better for Kafka).
+controller's HTTP port (``_http_load``), alternated, ``--runs`` times (a fresh quorum per run,
+so that no run pays for the topics of the ones before), with the median and the ratio
+Kafka/HTTP (ops/s; higher is better for Kafka). A window in which no operation completed fails
+the run, as errors do.
 
 Setup, as ``bench_controller.py``'s: 3 controllers on 127.0.0.1 (journal, fsync and password
 on), and 3 brokers that are a heartbeat thread of this script, so that the partitions made are
@@ -128,8 +130,19 @@ def row(system: str, load: str, clients: int, result: LoadResult, seconds: float
             "pool_exhausted": result.pool_exhausted, "leadership": leadership}
 
 
-def admin_rows(cluster: LocalCluster, leader: int, args: argparse.Namespace
-               ) -> list[dict[str, Any]]:
+def admin_rows(base: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every admin window, a fresh quorum per run: each run starts from an empty image, so
+    the runs compare (and no window pays for the topics of the ones before)."""
+    rows: list[dict[str, Any]] = []
+    for run in range(args.runs):
+        with contextlib.ExitStack() as stack:
+            cluster, leader = _cluster(stack, base / f"admin-{run}")
+            rows += run_rows(cluster, leader, args, run)
+    return rows
+
+
+def run_rows(cluster: LocalCluster, leader: int, args: argparse.Namespace, run: int
+             ) -> list[dict[str, Any]]:
     node = cluster.nodes[leader]
     settings = {"bootstrap.servers": f"127.0.0.1:{node.kafka_port}",
                 **cluster.kafka_client_settings()}
@@ -140,31 +153,30 @@ def admin_rows(cluster: LocalCluster, leader: int, args: argparse.Namespace
              ("createTopics 1 partition RF 3", "create-topic", 32, 0),
              ("createPartitions +100", "create-partitions", 1, 100))
     pool_size = int(400 * args.seconds) + 200
-    for run in range(args.runs):
-        for load, kind, clients, batch in loads:
-            # Alternate which system goes first, run by run (BENCH.md: no order bias).
-            systems = ("kafka", "http") if run % 2 == 0 else ("http", "kafka")
-            for system in systems:
-                prefix = f"{system}-{kind}-{clients}-{run}"
-                pool: tuple[str, ...] = ()
-                if kind == "create-partitions":
-                    pool = tuple(create_pool(node.url, cluster.headers, prefix, pool_size))
-                processes = 2 if clients > 1 else 1
-                with LeadershipWindow(cluster.leadership) as window:
-                    if system == "kafka":
-                        result = run_kafka_load(KafkaWorkload(
-                            kind, kafka_settings, prefix, batch=batch, pool=pool),
-                            clients=clients, duration=args.seconds, processes=processes)
-                    else:
-                        result = run_load(Workload(
-                            kind, (node.url,), prefix, batch=batch, pool=pool,
-                            headers=headers), clients=clients, duration=args.seconds,
-                            processes=processes)
-                entry = row(system, load, clients, result, args.seconds,
-                            window.result().as_json())
-                entry["run"] = run
-                print(json.dumps(entry), flush=True)
-                rows.append(entry)
+    for load, kind, clients, batch in loads:
+        # Alternate which system goes first, run by run (BENCH.md: no order bias).
+        systems = ("kafka", "http") if run % 2 == 0 else ("http", "kafka")
+        for system in systems:
+            prefix = f"{system}-{kind}-{clients}-{run}"
+            pool: tuple[str, ...] = ()
+            if kind == "create-partitions":
+                pool = tuple(create_pool(node.url, cluster.headers, prefix, pool_size))
+            processes = 2 if clients > 1 else 1
+            with LeadershipWindow(cluster.leadership) as window:
+                if system == "kafka":
+                    result = run_kafka_load(KafkaWorkload(
+                        kind, kafka_settings, prefix, batch=batch, pool=pool),
+                        clients=clients, duration=args.seconds, processes=processes)
+                else:
+                    result = run_load(Workload(
+                        kind, (node.url,), prefix, batch=batch, pool=pool,
+                        headers=headers), clients=clients, duration=args.seconds,
+                        processes=processes)
+            entry = row(system, load, clients, result, args.seconds,
+                        window.result().as_json())
+            entry["run"] = run
+            print(json.dumps(entry), flush=True)
+            rows.append(entry)
     return rows
 
 
@@ -301,8 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         # A quorum per phase: the Metadata answer must hold the partitions it names, not
         # every topic the admin windows made.
         if "admin" in args.only:
-            with contextlib.ExitStack() as stack:
-                rows += admin_rows(*_cluster(stack, Path(base) / "admin"), args)
+            rows += admin_rows(Path(base), args)
         if "metadata" in args.only:
             with contextlib.ExitStack() as stack:
                 rows.append(metadata_row(*_cluster(stack, Path(base) / "metadata"), args))
@@ -311,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"bench": "kafka_admin", "summary": item}), flush=True)
     problems = [f"{r['system']} {r['load']} x{r.get('clients', 1)}: {r['errors']} errors "
                 f"({r.get('first_error', '')})" for r in rows if r.get("errors")]
+    problems += [f"{r['system']} {r['load']} x{r['clients']} run {r['run']}: no operation "
+                 "completed in the window" for r in rows if "clients" in r and not r["ops"]]
     if args.results and not problems:
         write_results(rows, summary, args)
     return exit_status(problems + failed_rows(rows, lambda r: f"{r['system']} {r['load']}"))
