@@ -27,11 +27,11 @@ from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
 from chunkraft.kafka.chunk_cut import with_operator_cuts
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer_bytes
-from chunkraft.kafka.controller_service import connection_limits
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import INIT_PRODUCER_ID_KEY, init_producer_id_handler
 from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
 from chunkraft.kafka.route_gateway import RouteGateway
+from chunkraft.kafka.server.connection import ConnectionLimits
 from chunkraft.kafka.server.listener import KafkaServer
 from chunkraft.kafka.server.listener_thread import KafkaListenerThread, on_loop
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
@@ -126,7 +126,7 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
             config.kafka_listeners, handlers,
             KafkaAuthenticator(credentials, config.sasl_enabled_mechanisms,
                                config.auth_allow_anonymous),
-            limits=connection_limits(config),
+            limits=ConnectionLimits.of_settings(config),
             max_connections_per_ip=config.max_connections_per_ip, tls=tls)
 
     thread = KafkaListenerThread(build, name=f"kafka-listener-{runtime.node_id}")

@@ -4,7 +4,7 @@ KIP-1114's CreateChunks carries the offsets of the cut, which only the partition
 read (it pauses appends, waits for HW = LEO, reads LSO and HW). A Kafka client that names a
 partition and its new replicas with ``start_offset`` -1 asks for that: the node it reached (a
 controller or a broker) asks each partition's leader broker to cut, exactly as the REST API's
-cut does (:func:`chunkraft.api.v3.broker_cut.ask_leaders`), with the client's own bearer token,
+cut does (:func:`chunkraft.api.leader_cuts.ask_leaders`), with the client's own bearer token,
 so the broker authorizes the cut as the client (ALTER on the topic). Requests with offsets go
 to the controllers' CreateChunks as they are. A request mixing both forms, or asking
 ``validate_only`` in the operator's form (nothing is read, so nothing could be checked), is
@@ -17,7 +17,7 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
-from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders
+from chunkraft.api.leader_cuts import CutRequest, ask_leaders
 from chunkraft.controller.image import MetadataImage
 from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.common import AdminApi

@@ -34,17 +34,9 @@ from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
 from chunkraft.protocol.acls import AclOperation
 
-__all__ = ["connection_limits", "controller_kafka_service"]
+__all__ = ["controller_kafka_service"]
 
 Service = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
-
-
-def connection_limits(config: Any) -> ConnectionLimits:
-    """The Kafka connection limits of a controller's or a broker's settings."""
-    return ConnectionLimits(
-        max_frame_bytes=config.socket_request_max_bytes,
-        idle_timeout=config.connections_max_idle_ms / 1000,
-        sasl_timeout=config.sasl_handshake_timeout_ms / 1000)
 
 
 def _controllers(config: ControllerConfig, listener: str) -> list[dict[str, Any]]:
@@ -103,7 +95,7 @@ def controller_kafka_service(config: ControllerConfig, context: ControllerContex
             config.kafka_listeners, controller_handlers(config, context, app),
             KafkaAuthenticator(credentials, config.sasl_enabled_mechanisms,
                                config.auth_allow_anonymous),
-            limits=connection_limits(config),
+            limits=ConnectionLimits.of_settings(config),
             max_connections_per_ip=config.max_connections_per_ip,
             tls=server_ssl_context(tls) if tls is not None else None)
         await server.start()

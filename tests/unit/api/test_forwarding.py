@@ -76,7 +76,7 @@ def test_a_follower_forwards_a_write_to_the_leader() -> None:
                 # The principal the follower authenticated goes on, signed, and names the
                 # caller on the leader (tests/unit/api/test_authentication.py checks the
                 # signature); the bearer token goes along only so the leader can ask a broker
-                # as the caller (a chunk cut, api/v3/broker_cut.py).
+                # as the caller (a chunk cut, api/leader_cuts.py).
                 assert forwarded.headers["authorization"] == "Bearer t0ken"
                 assert forwarded.headers[PRINCIPAL_HEADER] == "User%3AANONYMOUS"
                 assert forwarded.headers[PRINCIPAL_HOST_HEADER] == "%2A"

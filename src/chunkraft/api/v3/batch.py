@@ -26,8 +26,8 @@ from chunkraft.api.authorized import (
     create_partitions_as,
     denied_message,
 )
+from chunkraft.api.leader_cuts import CutRequest, ask_leaders
 from chunkraft.api.rpc import WriteOutcome, execute_write
-from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders
 from chunkraft.api.v3.common import (
     ERROR_RESPONSES,
     body_schema,

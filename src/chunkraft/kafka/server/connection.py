@@ -59,6 +59,14 @@ class ConnectionLimits:
     frame_timeout: float = 30.0
     write_timeout: float = 30.0
 
+    @classmethod
+    def of_settings(cls, config: Any) -> ConnectionLimits:
+        """The limits a controller's or a broker's settings give (socket.request.max.bytes,
+        connections.max.idle.ms, sasl.handshake.timeout.ms)."""
+        return cls(max_frame_bytes=config.socket_request_max_bytes,
+                   idle_timeout=config.connections_max_idle_ms / 1000,
+                   sasl_timeout=config.sasl_handshake_timeout_ms / 1000)
+
 
 class _Close(Exception):
     """Ends the connection; the message is the log line's reason (None: a quiet close)."""

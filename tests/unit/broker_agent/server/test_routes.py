@@ -126,8 +126,8 @@ def test_create_chunks_rolls_each_partition_and_answers_in_request_order(
 
 
 def test_broker_cut_reads_the_answer_of_create_chunks(client: AsgiClient) -> None:
-    """The controller's parser of this answer (api/v3/broker_cut) understands it."""
-    from chunkraft.api.v3.broker_cut import _results
+    """The controller's parser of this answer (api/leader_cuts) understands it."""
+    from chunkraft.api.leader_cuts import _results
 
     answer = client.post("/broker/v1/create-chunks", json={"topics": [
         {"name": "orders", "partitions": [{"partition_index": 3, "broker_ids": [0],

@@ -1,5 +1,5 @@
 """Finding and asking a partition's leader broker for the admin form of CreateChunks
-(chunkraft.api.v3.broker_cut): every reason not to ask."""
+(chunkraft.api.leader_cuts): every reason not to ask."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from chunkraft.api.v3.broker_cut import CutRequest, ask_leaders
+from chunkraft.api.leader_cuts import CutRequest, ask_leaders
 from chunkraft.error_codes import Errors
 from chunkraft.records import BrokerEndpoint, RegisterBrokerRecord
 from tests.unit.controller.operations.cluster_builders import (
