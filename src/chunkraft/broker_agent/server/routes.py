@@ -373,7 +373,7 @@ class ChunkRollTopic(Message):
 
 
 class ChunkRollRequest(Message):
-    """The body ``chunkraft.api.v3.broker_cut`` sends to a partition's leader broker."""
+    """The body ``chunkraft.api.leader_cuts`` sends to a partition's leader broker."""
 
     topics: tuple[ChunkRollTopic, ...]
 
