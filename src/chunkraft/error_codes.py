@@ -77,6 +77,8 @@ class Errors(enum.Enum):
     UNKNOWN_PRODUCER_ID = (59, False, "This exception is raised by the broker if it could not locate the producer metadata associated with the producerId in question.")
     REASSIGNMENT_IN_PROGRESS = (60, False, "A partition reassignment is in progress.")
     GROUP_ID_NOT_FOUND = (69, False, "The group id does not exist.")
+    FETCH_SESSION_ID_NOT_FOUND = (70, True, "The fetch session ID was not found.")
+    INVALID_FETCH_SESSION_EPOCH = (71, True, "The fetch session epoch is invalid.")
     TOPIC_DELETION_DISABLED = (73, False, "Topic deletion is disabled.")
     FENCED_LEADER_EPOCH = (74, True, "The leader epoch in the request is older than the epoch on the broker.")
     UNKNOWN_LEADER_EPOCH = (75, True, "The leader epoch in the request is newer than the epoch on the broker.")

@@ -27,6 +27,14 @@ from chunkraft.kafka.admin.registry import admin_handlers
 from chunkraft.kafka.channel_gateway import ChannelGateway
 from chunkraft.kafka.chunk_cut import with_operator_cuts
 from chunkraft.kafka.cluster_answers import describe_cluster_answer, metadata_answer_bytes
+from chunkraft.kafka.data.fetch import FETCH_KEY, fetch_answer
+from chunkraft.kafka.data.offsets import (
+    LIST_OFFSETS_KEY,
+    OFFSET_FOR_LEADER_EPOCH_KEY,
+    list_offsets_answer,
+    offset_for_leader_epoch_answer,
+)
+from chunkraft.kafka.data.produce import PRODUCE_KEY, produce_answer
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import INIT_PRODUCER_ID_KEY, init_producer_id_handler
 from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
@@ -38,7 +46,11 @@ from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
 from chunkraft.records.uuids import kafka_uuid_str
 
-__all__ = ["broker_handlers", "broker_kafka_server"]
+__all__ = ["MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server", "data_handlers"]
+
+MAIN_LOOP_KEYS = frozenset({PRODUCE_KEY, FETCH_KEY, LIST_OFFSETS_KEY,
+                            OFFSET_FOR_LEADER_EPOCH_KEY, INIT_PRODUCER_ID_KEY})
+"""The APIs whose handlers run on the broker's main loop (the ReplicaManager's and the app's)."""
 
 
 _NO_STATUS = QuorumStatus(node_id=-1, state="unknown", leader_id=None, epoch=-1,
@@ -90,9 +102,32 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
 
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             ApiHandler(55, 0, 2, describe_quorum),
-            init_producer_id_handler(RouteGateway(app)),
+            init_producer_id_handler(RouteGateway(app)), *data_handlers(runtime),
             *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
                                 lambda: runtime.follower.image, verify)]
+
+
+def data_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
+    """Produce 3-11, Fetch 4-12, ListOffsets 1-6 and OffsetForLeaderEpoch 2-4 over the broker's
+    ReplicaManager (:mod:`chunkraft.kafka.data`); they must run on the broker's main loop.
+    Produce stops at 11: v12 is KIP-890's second part, which the transaction coordinator does
+    not speak."""
+
+    async def produce(request: KafkaRequest) -> dict[str, Any] | None:
+        return await produce_answer(runtime, request)
+
+    async def fetch(request: KafkaRequest) -> dict[str, Any]:
+        return await fetch_answer(runtime, request)
+
+    async def list_offsets(request: KafkaRequest) -> dict[str, Any]:
+        return await list_offsets_answer(runtime, request)
+
+    async def offset_for_leader_epoch(request: KafkaRequest) -> dict[str, Any]:
+        return await offset_for_leader_epoch_answer(runtime, request)
+
+    return [ApiHandler(PRODUCE_KEY, 3, 11, produce), ApiHandler(FETCH_KEY, 4, 12, fetch),
+            ApiHandler(LIST_OFFSETS_KEY, 1, 6, list_offsets),
+            ApiHandler(OFFSET_FOR_LEADER_EPOCH_KEY, 2, 4, offset_for_leader_epoch)]
 
 
 @contextlib.asynccontextmanager
@@ -103,9 +138,9 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
     their own (:mod:`chunkraft.kafka.server.listener_thread`): yields None without any.
 
     What the listener's loop cannot do itself runs on the broker's main loop: the broker app's
-    InitProducerId route. Admin forwarding and DescribeQuorum use a controller channel of the
-    listener's own (its HTTP client belongs to that loop), which goes to the leader first as
-    the broker's does."""
+    InitProducerId route and the data plane (:data:`MAIN_LOOP_KEYS`). Admin forwarding and
+    DescribeQuorum use a controller channel of the listener's own (its HTTP client belongs to
+    that loop), which goes to the leader first as the broker's does."""
     config = runtime.config
     if not config.kafka_listeners:
         yield None
@@ -120,7 +155,7 @@ async def broker_kafka_server(runtime: BrokerRuntime, tls: ssl.SSLContext | None
                                     verify=verify)
         runtime.controller.share_preference(channel)
         channel.prefer(runtime.controller.preferred_url)  # the leader, as far as it knows
-        handlers = [on_loop(h, main) if h.api_key == INIT_PRODUCER_ID_KEY else h
+        handlers = [on_loop(h, main) if h.api_key in MAIN_LOOP_KEYS else h
                     for h in broker_handlers(runtime, app, verify, channel)]
         return KafkaServer(
             config.kafka_listeners, handlers,

@@ -36,7 +36,7 @@ def operator_cut_handler(by_offsets: ApiHandler, image: Callable[[], MetadataIma
     """CreateChunks that serves the operator's form itself and passes the rest to
     ``by_offsets`` (the controllers' CreateChunks)."""
 
-    async def handle(request: KafkaRequest) -> dict[str, Any] | bytes:
+    async def handle(request: KafkaRequest) -> dict[str, Any] | bytes | None:
         body = request.body
         partitions = [p for topic in body.get("topics") or () for p in topic["partitions"]]
         forms = {_is_operator_form(p) for p in partitions}

@@ -194,6 +194,8 @@ class KafkaConnection:
                 raise _Close(f"a malformed {_name(header.api_key)} v{header.api_version}: "
                              f"{error}") from None
         response = await handler.handle(KafkaRequest(header, body, self.session))
+        if response is None:
+            return  # acks=0: the client reads no answer
         await self._answer(header, response)
         if self.session.extras.pop("close_after_answer", False):
             raise _Close("SASL authentication failed")

@@ -82,9 +82,10 @@ class KafkaRequestError(Exception):
         self.message = message
 
 
-Handle = Callable[[KafkaRequest], Awaitable[dict[str, Any] | bytes]]
+Handle = Callable[[KafkaRequest], Awaitable[dict[str, Any] | bytes | None]]
 """A handler's answer: the response body as a dict, or already encoded at the request's
-version (a Metadata answer written from kept per-topic bytes)."""
+version (a Metadata answer written from kept per-topic bytes), or None for no answer at all
+(a Produce with acks=0, which Kafka never answers)."""
 
 
 @dataclass(frozen=True, slots=True)
