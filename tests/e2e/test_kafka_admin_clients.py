@@ -596,14 +596,17 @@ def test_one_principal_gets_the_same_answer_over_rest_and_kafka(
 
 def test_what_the_clients_drop_is_refused_on_the_wire(kit: Kit, carol: Carol) -> None:
     """What the server answers carol, whatever a client makes of it (librdkafka drops
-    DescribeAcls' error code, kafka-python DescribeConfigs'), from a broker and a controller:
+    DescribeAcls' error code, kafka-python DescribeConfigs'), from a broker and every controller:
     CLUSTER_AUTHORIZATION_FAILED for the ACL requests, TOPIC_AUTHORIZATION_FAILED for the
     configurations of a topic she may only describe."""
     refused = Errors.CLUSTER_AUTHORIZATION_FAILED.code
     any_filter = {"resource_type_filter": 1, "resource_name_filter": None,
                   "pattern_type_filter": 1, "principal_filter": None, "host_filter": None,
                   "operation": 1, "permission_type": 1}
-    ports = [kit.cluster.broker_nodes[0].kafka_port, kit.cluster.nodes[1].kafka_port]
+    # Every controller: the leader validates the operation itself (an in-process route that
+    # raises the refusal), a follower forwards it; each must answer it, never close.
+    ports = [kit.cluster.broker_nodes[0].kafka_port,
+             *(node.kafka_port for node in kit.cluster.nodes.values())]
     for port in ports:
         with RawKafka("127.0.0.1", port, "carol", carol.login.password) as raw:
             described = raw.call("DescribeAcls", 3, any_filter)

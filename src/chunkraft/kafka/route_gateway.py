@@ -15,11 +15,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from chunkraft.error_codes import Errors
+from chunkraft.api.errors import http_status_of, validation_message
+from chunkraft.error_codes import ApiException, Errors
 from chunkraft.kafka.admin.gateway import GatewayError
 from chunkraft.kafka.server.requests import KafkaSession
 
@@ -82,7 +85,15 @@ class RouteGateway:
                              (b"content-length", str(len(raw)).encode())],
                  "client": (session.peer_host, 0), "server": ("kafka", 0),
                  "state": {"principal": session.principal}, "path_params": {}}
-        response = await endpoint(Request(scope, receive), **params)
+        try:
+            response = await endpoint(Request(scope, receive), **params)
+        except ApiException as error:
+            # Over HTTP the app's exception handler answers these; called in-process, this
+            # does (an operation the leader refuses while validating it raises one).
+            raise GatewayError(http_status_of(error.error), error.error, error.message
+                               ) from None
+        except (RequestValidationError, ValidationError) as error:
+            raise GatewayError(400, Errors.INVALID_REQUEST, validation_message(error)) from None
         offset = response.headers.get(OFFSET_HEADER)
         if offset is not None and response.status_code == 200:
             self.last_offset = max(self.last_offset, int(offset))

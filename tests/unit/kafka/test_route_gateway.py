@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from chunkraft.api.authentication import principal_of
-from chunkraft.error_codes import Errors
+from chunkraft.error_codes import ApiException, Errors
 from chunkraft.kafka.admin.gateway import GatewayError
 from chunkraft.kafka.route_gateway import RouteGateway, error_of
 from chunkraft.kafka.server.requests import KafkaSession
@@ -178,3 +178,19 @@ def test_a_route_included_with_a_prefix_is_found_at_its_path() -> None:
 def test_error_of_reads_an_error_body(payload: Any, error: Errors, message: str | None) -> None:
     found = error_of(400, payload)
     assert (found.status, found.error, found.message) == (400, error, message)
+
+
+def test_an_api_exception_raised_by_a_route_is_its_kafka_error() -> None:
+    """Over HTTP the app's exception handler turns an ApiException into its error body; a
+    route called in-process raises it (the leader refusing an operation while validating it),
+    and the gateway answers it the same way instead of failing the connection."""
+    application = FastAPI()
+
+    async def raises(request: Request) -> Response:
+        raise ApiException(Errors.CLUSTER_AUTHORIZATION_FAILED, "User:carol may not ALTER")
+
+    application.add_api_route("/controller/v1/raises", raises, methods=["POST"])
+    with pytest.raises(GatewayError) as caught:
+        run(RouteGateway(application).write("/controller/v1/raises", {}, SESSION))
+    assert (caught.value.status, caught.value.error, caught.value.message) == (
+        403, Errors.CLUSTER_AUTHORIZATION_FAILED, "User:carol may not ALTER")
