@@ -58,6 +58,11 @@ class ConnectionLimits:
     sasl_timeout: float = 10.0
     frame_timeout: float = 30.0
     write_timeout: float = 30.0
+    failed_authentication_delay: float = 0.1
+    """How long a connection whose SASL exchange failed stays open after its answer before it
+    closes (Kafka's ``connection.failed.authentication.delay.ms``, 100 ms): a client reads the
+    SASL_AUTHENTICATION_FAILED answer before it sees the connection end (kafka-python 3.0
+    otherwise sometimes reports only a disconnect), and a guessing client is slowed down."""
 
     @classmethod
     def of_settings(cls, config: Any) -> ConnectionLimits:
@@ -198,6 +203,7 @@ class KafkaConnection:
             return  # acks=0: the client reads no answer
         await self._answer(header, response)
         if self.session.extras.pop("close_after_answer", False):
+            await asyncio.sleep(self.limits.failed_authentication_delay)
             raise _Close("SASL authentication failed")
 
     async def _answer(self, header: RequestHeader, response: dict[str, Any] | bytes) -> None:

@@ -5,6 +5,7 @@ connection closes."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from chunkraft.security.principal import Principal
 from tests.unit.kafka.server.support import (
+    LIMITS,
     PLAIN,
     TOKEN,
     Recorder,
@@ -102,6 +104,23 @@ def test_a_wrong_password_answers_58_then_closes(tmp_path: Path, version: int) -
             assert "Authentication failed" in answer["error_message"]
             assert "crt_wrong" not in answer["error_message"]
             assert await client.closed()
+
+    run(scenario())
+
+
+def test_a_failed_authentication_closes_only_after_its_delay(tmp_path: Path) -> None:
+    """Kafka's connection.failed.authentication.delay.ms: the answer first, the close after the
+    delay, so a client reads SASL_AUTHENTICATION_FAILED before it sees the connection end."""
+    limits = dataclasses.replace(LIMITS, failed_authentication_delay=0.3)
+
+    async def scenario() -> None:
+        async with serving(tmp_path, limits=limits) as harness:
+            client = await harness.connect()
+            await client.call(17, 1, {"mechanism": "PLAIN"})
+            answer = await client.call(36, 2, {"auth_bytes": b"\x00alice\x00crt_wrong"})
+            assert answer["error_code"] == SASL_AUTHENTICATION_FAILED
+            assert not await client.closed(within=0.15)  # still open within the delay
+            assert await client.closed(within=2.0)
 
     run(scenario())
 
