@@ -82,6 +82,10 @@ def test_confluent_kafka_creates_a_topic_with_oauthbearer_over_sasl_ssl(
                          "oauth_cb": oauth, **tls_settings(cluster, "admin")})
     admin.poll(1)  # runs oauth_cb
     admin.create_topics([NewTopic("tls-oauth", 2, 3)])["tls-oauth"].result(TIMEOUT)
+    # CreateTopics answers once the controllers committed the topic; the broker that answers
+    # Metadata learns of it moments later (as in Kafka), so the listing is awaited, bounded.
+    wait_until(lambda: "tls-oauth" in admin.list_topics(timeout=TIMEOUT).topics,
+               "tls-oauth in a broker's metadata", timeout=30, interval=0.2)
     found = admin.list_topics(timeout=TIMEOUT).topics
     assert len(found["tls-oauth"].partitions) == 2
 
