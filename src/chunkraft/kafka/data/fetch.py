@@ -2,7 +2,7 @@
 
 Sessions (KIP-227): this broker never creates one. Every answer carries session id 0, which
 tells a client its full fetch was served without a session, so its next fetch is full again
-(the Java client, librdkafka and kafka-python all fall back this way); a request naming a
+(kcat, confluent-kafka, kafka-python and aiokafka are tested doing so); a request naming a
 session id answers FETCH_SESSION_ID_NOT_FOUND, and an incremental epoch without one
 INVALID_FETCH_SESSION_EPOCH, after which a client starts over with a full fetch.
 

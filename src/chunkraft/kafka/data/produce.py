@@ -58,7 +58,7 @@ async def produce_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any] 
         for position, topic in enumerate(topics):
             answers[position] = _refused(topic, Errors.INVALID_REQUIRED_ACKS,
                                          f"acks must be -1, 0 or 1, not {acks}")
-        return None if acks == 0 else _response(topics, answers)
+        return _response(topics, answers)  # never acks 0 here: that one is valid
     if transactional_id is not None and not transactional_id_allowed(
             authorizer, image, principal, transactional_id):
         message = (f"Principal {principal.name} is not authorized to WRITE transactional id "
