@@ -35,6 +35,10 @@ from chunkraft.kafka.data.offsets import (
     offset_for_leader_epoch_answer,
 )
 from chunkraft.kafka.data.produce import PRODUCE_KEY, produce_answer
+from chunkraft.kafka.groups.find_coordinator import (
+    FIND_COORDINATOR_KEY,
+    find_coordinator_handler,
+)
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import INIT_PRODUCER_ID_KEY, init_producer_id_handler
 from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
@@ -49,7 +53,8 @@ from chunkraft.records.uuids import kafka_uuid_str
 __all__ = ["MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server", "data_handlers"]
 
 MAIN_LOOP_KEYS = frozenset({PRODUCE_KEY, FETCH_KEY, LIST_OFFSETS_KEY,
-                            OFFSET_FOR_LEADER_EPOCH_KEY, INIT_PRODUCER_ID_KEY})
+                            OFFSET_FOR_LEADER_EPOCH_KEY, INIT_PRODUCER_ID_KEY,
+                            FIND_COORDINATOR_KEY})
 """The APIs whose handlers run on the broker's main loop (the ReplicaManager's and the app's)."""
 
 
@@ -103,6 +108,7 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             ApiHandler(55, 0, 2, describe_quorum),
             init_producer_id_handler(RouteGateway(app)), *data_handlers(runtime),
+            find_coordinator_handler(RouteGateway(app), lambda: runtime.follower.image),
             *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
                                 lambda: runtime.follower.image, verify)]
 
