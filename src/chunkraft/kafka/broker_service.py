@@ -20,7 +20,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from chunkraft.broker_agent.controller_channel import ControllerChannel, ControllerRpcError
+from chunkraft.broker_agent.coordinator.groups.coordinator import GroupCoordinator
 from chunkraft.broker_agent.runtime import BrokerRuntime
+from chunkraft.broker_agent.server.group_routes import app_group_coordinator
 from chunkraft.controller.raft.log import QuorumStatus
 from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.registry import admin_handlers
@@ -35,10 +37,13 @@ from chunkraft.kafka.data.offsets import (
     offset_for_leader_epoch_answer,
 )
 from chunkraft.kafka.data.produce import PRODUCE_KEY, produce_answer
+from chunkraft.kafka.groups.admin_handlers import group_admin_handlers
 from chunkraft.kafka.groups.find_coordinator import (
     FIND_COORDINATOR_KEY,
     find_coordinator_handler,
 )
+from chunkraft.kafka.groups.membership_handlers import membership_handlers
+from chunkraft.kafka.groups.offset_handlers import offset_handlers
 from chunkraft.kafka.metadata_bytes import TopicBytesCache
 from chunkraft.kafka.producer_id_handler import INIT_PRODUCER_ID_KEY, init_producer_id_handler
 from chunkraft.kafka.quorum_answer import describe_quorum_answer, status_from_json
@@ -50,12 +55,17 @@ from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
 from chunkraft.records.uuids import kafka_uuid_str
 
-__all__ = ["MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server", "data_handlers"]
+__all__ = ["GROUP_KEYS", "MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server",
+           "data_handlers", "group_handlers"]
 
+GROUP_KEYS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42})
+"""OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups,
+ListGroups and DeleteGroups."""
 MAIN_LOOP_KEYS = frozenset({PRODUCE_KEY, FETCH_KEY, LIST_OFFSETS_KEY,
                             OFFSET_FOR_LEADER_EPOCH_KEY, INIT_PRODUCER_ID_KEY,
-                            FIND_COORDINATOR_KEY})
-"""The APIs whose handlers run on the broker's main loop (the ReplicaManager's and the app's)."""
+                            FIND_COORDINATOR_KEY, *GROUP_KEYS})
+"""The APIs whose handlers run on the broker's main loop (the ReplicaManager's, the group
+coordinator's and the app's)."""
 
 
 _NO_STATUS = QuorumStatus(node_id=-1, state="unknown", leader_id=None, epoch=-1,
@@ -108,9 +118,22 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             ApiHandler(55, 0, 2, describe_quorum),
             init_producer_id_handler(RouteGateway(app)), *data_handlers(runtime),
-            find_coordinator_handler(RouteGateway(app), lambda: runtime.follower.image),
+            *group_handlers(runtime, app),
             *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
                                 lambda: runtime.follower.image, verify)]
+
+
+def group_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
+    """FindCoordinator and the classic consumer-group APIs (:mod:`chunkraft.kafka.groups`),
+    on the broker app's routes and group coordinator; they run on the broker's main loop."""
+    routes = RouteGateway(app)
+
+    def coordinator() -> GroupCoordinator:
+        return app_group_coordinator(app)
+
+    return [find_coordinator_handler(routes, lambda: runtime.follower.image),
+            *membership_handlers(runtime, coordinator), *offset_handlers(routes),
+            *group_admin_handlers(runtime, coordinator)]
 
 
 def data_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:

@@ -15,6 +15,7 @@ broker process built, or one built on first use).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
@@ -52,7 +53,7 @@ from chunkraft.protocol.coordinators import (
 )
 from chunkraft.security.principal import Principal
 
-__all__ = ["group_coordinator", "router"]
+__all__ = ["app_group_coordinator", "group_coordinator", "router"]
 
 router = APIRouter(prefix="/broker/v1", tags=["broker group coordinator"])
 
@@ -63,13 +64,19 @@ def _runtime(request: Request) -> BrokerRuntimeLike:
 
 
 def group_coordinator(request: Request) -> GroupCoordinator:
-    """The broker's group coordinator: ``app.state.group_coordinator`` if set (tests), else the
-    one the broker process built for its ReplicaManager, else one built and started now."""
-    state = request.app.state
+    """The broker's group coordinator, as :func:`app_group_coordinator` finds it."""
+    return app_group_coordinator(request.app)
+
+
+def app_group_coordinator(app: Any) -> GroupCoordinator:
+    """The group coordinator of the broker app ``app``: ``app.state.group_coordinator`` if set
+    (tests), else the one the broker process built for its ReplicaManager, else one built and
+    started now. The Kafka listener's group APIs use the same one."""
+    state = app.state
     coordinator: GroupCoordinator | None = getattr(state, "group_coordinator", None)
     if coordinator is not None:
         return coordinator
-    runtime = _runtime(request)
+    runtime: BrokerRuntimeLike = state.runtime
     coordinator = group_coordinator_of(runtime.replica_manager)
     if coordinator is None:
         coordinator = GroupCoordinator(runtime.replica_manager, lambda: runtime.follower.image)

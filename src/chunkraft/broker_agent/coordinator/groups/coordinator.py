@@ -29,7 +29,16 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership, GroupState
+from chunkraft.broker_agent.coordinator.groups.loaded import (
+    WRITE_ERRORS,
+    LeadershipLost,
+    Loaded,
+)
+from chunkraft.broker_agent.coordinator.groups.membership import (
+    GroupMembership,
+    GroupState,
+    Protocols,
+)
 from chunkraft.broker_agent.coordinator.groups.offset_records import (
     CommittedOffset,
     OffsetKey,
@@ -37,7 +46,6 @@ from chunkraft.broker_agent.coordinator.groups.offset_records import (
     encode_key,
     encode_value,
 )
-from chunkraft.broker_agent.coordinator.groups.offsets_state import OffsetsState
 from chunkraft.broker_agent.coordinator.marker_hooks import (
     add_marker_listener,
     remove_marker_listener,
@@ -82,18 +90,6 @@ READ_BYTES = 4 * 1024 * 1024
 
 TopicPartition = tuple[str, int]
 
-# What a failed append of coordinator state tells the client (Kafka's
-# GroupMetadataManager: the coordinator moved, or it cannot write right now).
-_WRITE_ERRORS = {
-    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
-    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.INVALID_PRODUCER_EPOCH: Errors.PRODUCER_FENCED,
-}
-
-
 _coordinators: weakref.WeakKeyDictionary[Any, GroupCoordinator] = weakref.WeakKeyDictionary()
 
 
@@ -107,23 +103,6 @@ def group_coordinator_of(replica_manager: Any) -> GroupCoordinator | None:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-class _LeadershipLost(Exception):
-    """A read of an offsets partition this broker loaded was refused NOT_LEADER_OR_FOLLOWER:
-    its leadership moved (a controlled shutdown moves every one away) before the broker's
-    replica state said so. Expected, not a failure: the partition is unloaded and its groups
-    answered NOT_COORDINATOR, so their clients find the new coordinator."""
-
-
-class _Loaded:
-    """One offsets partition this broker leads: its state, the leader epoch it was loaded
-    at, and a lock so that folds and appends do not interleave."""
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.state = OffsetsState()
-        self.lock = asyncio.Lock()
 
 
 class GroupCoordinator:
@@ -142,9 +121,9 @@ class GroupCoordinator:
         self.replica_manager = replica_manager
         self.image = image
         self.now_ms = now_ms
-        self.loaded: dict[int, _Loaded] = {}
+        self.loaded: dict[int, Loaded] = {}
         self.groups: dict[str, GroupMembership] = {}
-        self._loads: dict[int, asyncio.Task[_Loaded | None]] = {}
+        self._loads: dict[int, asyncio.Task[Loaded | None]] = {}
         self._task: asyncio.Task[None] | None = None
         with contextlib.suppress(TypeError):  # a stand-in that cannot be a weak key (tests)
             _coordinators[replica_manager] = self
@@ -194,7 +173,7 @@ class GroupCoordinator:
         if loaded is not None:
             try:
                 await self._catch_up(partition, loaded)
-            except _LeadershipLost as lost:
+            except LeadershipLost as lost:
                 log.info("%s: unloaded", lost)
                 self._unload(partition)
 
@@ -233,7 +212,7 @@ class GroupCoordinator:
             else:
                 try:
                     await self._catch_up(index, self.loaded[index])
-                except _LeadershipLost as lost:
+                except LeadershipLost as lost:
                     log.info("%s: unloaded", lost)
                     self._unload(index)
 
@@ -278,7 +257,7 @@ class GroupCoordinator:
                          if count and positive_hash(g.encode()) % count == index]:
             del self.groups[group_id]
 
-    def _start_load(self, index: int, epoch: int) -> asyncio.Task[_Loaded | None]:
+    def _start_load(self, index: int, epoch: int) -> asyncio.Task[Loaded | None]:
         task = self._loads.get(index)
         if task is None:
             task = asyncio.get_running_loop().create_task(self._load(index, epoch),
@@ -286,9 +265,9 @@ class GroupCoordinator:
             self._loads[index] = task
         return task
 
-    async def _load(self, index: int, epoch: int) -> _Loaded | None:
+    async def _load(self, index: int, epoch: int) -> Loaded | None:
         try:
-            loaded = _Loaded(epoch)
+            loaded = Loaded(epoch)
             partition = self.replica_manager.partitions[(OFFSETS_TOPIC, index)]
             loaded.state.next_offset = partition.log.log_start_offset
             # Everything in the log when this term began was written by earlier leaders and
@@ -320,7 +299,7 @@ class GroupCoordinator:
                      OFFSETS_TOPIC, index, epoch, loaded.state.next_offset,
                      time.monotonic() - started, len(loaded.state.groups()))
             return loaded
-        except _LeadershipLost as lost:
+        except LeadershipLost as lost:
             log.info("%s: not loaded", lost)
             return None
         except Exception:
@@ -330,12 +309,12 @@ class GroupCoordinator:
             if self._loads.get(index) is asyncio.current_task():
                 del self._loads[index]
 
-    async def _catch_up(self, index: int, loaded: _Loaded) -> None:
+    async def _catch_up(self, index: int, loaded: Loaded) -> None:
         """Folds the partition's log from ``state.next_offset`` up to its high watermark."""
         async with loaded.lock:
             await self._fold(index, loaded)
 
-    async def _fold(self, index: int, loaded: _Loaded) -> None:
+    async def _fold(self, index: int, loaded: Loaded) -> None:
         state = loaded.state
         for _ in range(100_000):  # bounded: each round advances or stops
             request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=READ_BYTES, topics=(
@@ -349,7 +328,7 @@ class GroupCoordinator:
                 state.next_offset = answer.log_start_offset  # retention removed the head
                 continue
             if answer.error_code == Errors.NOT_LEADER_OR_FOLLOWER.code:
-                raise _LeadershipLost(f"{OFFSETS_TOPIC}-{index} is no longer led here (reading "
+                raise LeadershipLost(f"{OFFSETS_TOPIC}-{index} is no longer led here (reading "
                                       f"at {state.next_offset}: NOT_LEADER_OR_FOLLOWER)")
             if answer.error_code != 0:
                 raise RuntimeError(f"reading {OFFSETS_TOPIC}-{index} at {state.next_offset}: "
@@ -360,7 +339,7 @@ class GroupCoordinator:
             if state.next_offset == before or state.next_offset >= answer.high_watermark:
                 return
 
-    async def ready(self, group_id: str) -> tuple[Errors, int, _Loaded | None]:
+    async def ready(self, group_id: str) -> tuple[Errors, int, Loaded | None]:
         """Whether this broker coordinates ``group_id`` now, with its offsets partition caught
         up: (NONE, partition, loaded) or (error, partition or -1, None)."""
         index = self.partition_for(group_id)
@@ -385,7 +364,7 @@ class GroupCoordinator:
             return Errors.NONE, index, loaded
         try:
             await self._catch_up(index, loaded)
-        except _LeadershipLost as lost:
+        except LeadershipLost as lost:
             log.info("%s: unloaded", lost)
             self._unload(index)
             return Errors.NOT_COORDINATOR, index, None
@@ -424,7 +403,7 @@ class GroupCoordinator:
                    for tp, value in entries]
         batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
                             transactional=producer_id >= 0)
-        outcome = await self._append(index, loaded, batch, transactional_id)
+        outcome = await self.append(index, loaded, batch, transactional_id)
         return Errors.NONE, {tp: outcome for tp, _ in entries}
 
     def _check_commit(self, group_id: str, generation_id: int, member_id: str, *,
@@ -442,8 +421,10 @@ class GroupCoordinator:
             return Errors.UNKNOWN_MEMBER_ID
         return Errors.NONE
 
-    async def _append(self, index: int, loaded: _Loaded, batch: bytes,
-                      transactional_id: str | None) -> Errors:
+    async def append(self, index: int, loaded: Loaded, batch: bytes,
+                     transactional_id: str | None) -> Errors:
+        """Appends ``batch`` to offsets partition ``index`` with acks=-1 and folds it; the
+        error a client should see if it failed (NOT_COORDINATOR when leadership moved)."""
         request = ProduceRequest(
             transactional_id=transactional_id, acks=-1, timeout_ms=WRITE_TIMEOUT_MS,
             topics=(ProduceTopicData(name=OFFSETS_TOPIC, partition_count=self.partition_count(),
@@ -457,7 +438,7 @@ class GroupCoordinator:
                 error = Errors.for_code(answer.error_code)
                 log.info("appending to %s-%d failed: %s %s", OFFSETS_TOPIC, index, error.name,
                          answer.error_message)
-                return _WRITE_ERRORS.get(error, error)
+                return WRITE_ERRORS.get(error, error)
             # Fold it now: the HW passed the batch (acks=-1), so the log is the truth.
             try:
                 await self._fold(index, loaded)
@@ -511,11 +492,11 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ membership
 
     async def _write_membership(self, group_id: str, group: GroupMembership, index: int,
-                                loaded: _Loaded) -> None:
+                                loaded: Loaded) -> None:
         value = group.snapshot()
         data = None if value is None else json.dumps(value, separators=(",", ":")).encode()
         batch = build_batch([(encode_group_key(group_id), data, self.now_ms())])
-        outcome = await self._append(index, loaded, batch, None)
+        outcome = await self.append(index, loaded, batch, None)
         if outcome is not Errors.NONE:
             log.warning("group %s: writing its membership failed: %s", group_id, outcome.name)
 
@@ -526,14 +507,16 @@ class GroupCoordinator:
             self.groups[group_id] = group
         return group
 
-    async def join_group(self, request: JoinGroupRequest) -> JoinGroupResponse:
+    async def join_group(self, request: JoinGroupRequest, protocols: Protocols | None = None
+                         ) -> JoinGroupResponse:
+        """JoinGroup; ``protocols``: a Kafka member's (then ``request.topics`` is empty)."""
         error, _, loaded = await self.ready(request.group_id)
         if loaded is None:
             return JoinGroupResponse(error_code=error.code, error_message=error.message,
                                      member_id=request.member_id)
         future = self._group(request.group_id).join(
             request.member_id, request.topics, request.session_timeout_ms,
-            request.rebalance_timeout_ms)
+            request.rebalance_timeout_ms, protocols)
         # The rebalance deadline completes the future (tick); this bound only guards a
         # coordinator that stopped ticking.
         try:
@@ -545,7 +528,9 @@ class GroupCoordinator:
                                      error_message=rebalancing.message,
                                      member_id=request.member_id)
 
-    async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
+    async def sync_group(self, request: SyncGroupRequest,
+                         opaque: dict[str, bytes] | None = None) -> SyncGroupResponse:
+        """SyncGroup; ``opaque``: a Kafka leader's assignments, by member id."""
         error, index, loaded = await self.ready(request.group_id)
         group = self.groups.get(request.group_id)
         if loaded is None:
@@ -554,7 +539,8 @@ class GroupCoordinator:
             unknown = Errors.UNKNOWN_MEMBER_ID
             return SyncGroupResponse(error_code=unknown.code, error_message=unknown.message)
         was_stable = group.state is GroupState.STABLE
-        future = group.sync(request.member_id, request.generation_id, request.assignments)
+        future = group.sync(request.member_id, request.generation_id, request.assignments,
+                            opaque)
         if not was_stable and group.state is GroupState.STABLE and loaded is not None:
             # The leader's assignment completed the generation: keep it in the log (Kafka
             # answers the SyncGroup once that write is done; a failed write is only logged

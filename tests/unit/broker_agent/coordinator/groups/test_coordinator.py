@@ -12,8 +12,8 @@ from typing import Any
 from chunkraft.broker_agent.coordinator.groups.coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
-    _Loaded,
 )
+from chunkraft.broker_agent.coordinator.groups.loaded import Loaded
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.coordinators import (
     JoinGroupRequest,
@@ -250,7 +250,7 @@ def test_a_read_refused_not_leader_unloads_the_partition_quietly_and_answers_not
             error, _ = await coordinator.fetch_offsets("g", None)
             assert error is Errors.NOT_COORDINATOR
             assert 0 not in coordinator.loaded
-            coordinator.loaded[0] = _Loaded(0)  # loaded again, as a tick would
+            coordinator.loaded[0] = Loaded(0)  # loaded again, as a tick would
             await coordinator.tick()  # the background tick meets the same refusal
             assert 0 not in coordinator.loaded
             await coordinator.stop()
