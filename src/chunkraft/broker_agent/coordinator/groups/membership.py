@@ -256,8 +256,10 @@ class GroupMembership:
         if generation_id != self.generation_id:
             return Errors.ILLEGAL_GENERATION
         member.last_seen_ms = self.now_ms()
-        if self.state is not GroupState.STABLE:
-            # Kafka: no commits between JoinGroup and the assignment (nor while joining).
+        if self.state is GroupState.COMPLETING_REBALANCE:
+            # Kafka: no commits between JoinGroup's answer and the assignment. While the group
+            # waits for rejoins, a member of the current generation may still commit what it
+            # processed (clients commit as their partitions are revoked).
             return Errors.REBALANCE_IN_PROGRESS
         return Errors.NONE
 

@@ -47,7 +47,9 @@ def test_a_second_member_rebalances_and_the_first_stays_leader() -> None:
         await asyncio.sleep(0)
         assert not second_join.done()  # waits for the first member to rejoin
         assert group.heartbeat(first.member_id, 1) is Errors.REBALANCE_IN_PROGRESS
-        assert group.check_commit(first.member_id, 1) is Errors.REBALANCE_IN_PROGRESS
+        # Kafka lets a member of the current generation commit while the group waits for
+        # rejoins (what it processed before revoking its partitions).
+        assert group.check_commit(first.member_id, 1) is Errors.NONE
         rejoined = await group.join(first.member_id, ("orders",), 10_000, 30_000)
         second = await second_join
         assert rejoined.generation_id == second.generation_id == 2
