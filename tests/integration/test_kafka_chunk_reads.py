@@ -11,6 +11,7 @@ acks=all) across the cuts:
 - ``reads-moved``: 0..19 in a chunk moved from broker 0 to broker 1 and back to broker 0, the
   active chunk (20..39) led by broker 2.
 
+From offset 0 each client asks ListOffsets for the earliest offset, the first chunk's start.
 Also: a fetch of a high offset (in the active chunk) reads as usual; raw Fetch requests show
 the answers per version: v10 gets the records from the leader itself, v11 the holder's id,
 then the records when the client asks the same offset again; a holder past its chunk names the
@@ -160,7 +161,10 @@ def consume_kafka_python(cluster: LocalCluster, topic: str, start: int, until: i
     try:
         partition = TopicPartition(topic, 0)
         consumer.assign([partition])
-        consumer.seek(partition, start)
+        if start == 0:
+            consumer.seek_to_beginning(partition)  # ListOffsets earliest: the first chunk
+        else:
+            consumer.seek(partition, start)
         deadline = time.monotonic() + 60
         while (not read or read[-1][0] < until - 1) and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=500).values():
@@ -176,7 +180,7 @@ def librdkafka_debug() -> dict[str, str]:
 
 
 def consume_confluent(cluster: LocalCluster, topic: str, start: int, until: int) -> Read:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": cluster.kafka_bootstrap_servers,
                          **cluster.kafka_client_settings(), **librdkafka_debug(),
@@ -184,7 +188,7 @@ def consume_confluent(cluster: LocalCluster, topic: str, start: int, until: int)
                          "enable.auto.commit": False, "auto.offset.reset": "error"})
     read: Read = []
     try:
-        consumer.assign([TopicPartition(topic, 0, start)])
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING if start == 0 else start)])
         deadline = time.monotonic() + 60
         while (not read or read[-1][0] < until - 1) and time.monotonic() < deadline:
             message = consumer.poll(0.5)
@@ -203,7 +207,7 @@ def consume_kcat(cluster: LocalCluster, topic: str, start: int, until: int) -> R
     # -e: exit at the end of the partition; librdkafka reports that end only from a fetch
     # answer whose high watermark is the fetch offset, so a redirect never ends it early.
     command = ["kcat", "-b", cluster.kafka_bootstrap_servers, "-C", "-t", topic, "-p", "0",
-               "-o", str(start), "-e", "-q", "-f", "%o\t%s\n",
+               "-o", "beginning" if start == 0 else str(start), "-e", "-q", "-f", "%o\t%s\n",
                "-X", "auto.offset.reset=error"]
     for key, value in cluster.kafka_client_settings().items():
         command += ["-X", f"{key}={value}"]
@@ -233,7 +237,10 @@ def consume_aiokafka(cluster: LocalCluster, topic: str, start: int, until: int,
         try:
             partition = TopicPartition(topic, 0)
             consumer.assign([partition])
-            consumer.seek(partition, start)
+            if start == 0:
+                await consumer.seek_to_beginning(partition)
+            else:
+                consumer.seek(partition, start)
             while not read or read[-1][0] < until - 1:
                 for batch in (await consumer.getmany(timeout_ms=500)).values():
                     read.extend((record.offset, record.value) for record in batch)
