@@ -1,4 +1,5 @@
-"""Fetch, ListOffsets and OffsetsForLeaderEpoch: the read side of the data plane.
+"""Fetch: the read side of the data plane (ListOffsets and OffsetsForLeaderEpoch are in
+``offsets_path``).
 
 Three kinds of fetch (``protocol/data_plane.py``):
 
@@ -13,6 +14,15 @@ Three kinds of fetch (``protocol/data_plane.py``):
   transactions of the range); an inactive chunk on any of its ISR replicas up to its stop
   offset, answered with ``chunk_stop_offset``. ``key_range`` keeps only records whose murmur2
   key hash is in range.
+
+A consumer's offset in a chunk this broker does not hold: over HTTP (no ``reads``)
+NOT_LEADER_OR_FOLLOWER, and chunkraft's client goes to a holder itself. A stock Kafka consumer
+(``reads``, given by the Kafka surface, see ``read_replica``) that reads Fetch v11+'s
+``preferred_read_replica`` (KIP-392) is answered no records and the broker that serves the
+offset: a live holder of its inactive chunk, or the active chunk's leader (a holder asked past
+its chunk's stop offset sends the consumer on, never OFFSET_OUT_OF_RANGE, on which aiokafka
+resets). One that cannot be redirected gets, from the leader, the records the leader reads from
+a holder (``chunk_proxy``), and from any other broker NOT_LEADER_OR_FOLLOWER.
 
 A partition whose read fails unexpectedly (a bug, a disk error) is answered
 UNKNOWN_SERVER_ERROR or KAFKA_STORAGE_ERROR with one log line (``failures``); the others are
@@ -29,15 +39,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chunkraft.broker_agent import failures
-from chunkraft.broker_agent.chunk_lookup import locate_for_consumer
-from chunkraft.broker_agent.partition import Partition
+from chunkraft.broker_agent.chunk_lookup import ChunkLocation, locate_for_consumer
+from chunkraft.broker_agent.chunk_proxy import ProxyRead, read_from_holders
+from chunkraft.broker_agent.partition import Partition, leader_epoch_error
+from chunkraft.broker_agent.read_replica import (
+    NO_BROKER,
+    ConsumerReads,
+    live_holders,
+    serving_broker,
+)
 from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.broker_agent.storage.errors import OffsetOutOfRangeError
 from chunkraft.dataplane.record_batch import filter_by_key_hash, iter_batches, without_records
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     AbortedTransaction,
     EpochEndOffset,
     FetchPartition,
@@ -45,24 +60,13 @@ from chunkraft.protocol.data_plane import (
     FetchRequest,
     FetchResponse,
     FetchTopicResponse,
-    ListOffsetsPartition,
-    ListOffsetsPartitionResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderPartition,
-    OffsetForLeaderPartitionResult,
-    OffsetForLeaderTopicResult,
 )
 
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
-    from chunkraft.controller.image import TopicImage
-    from chunkraft.records import ChunkRecord
+    from chunkraft.records import PartitionRecord
 
-__all__ = ["fetch", "list_offsets", "offsets_for_leader_epoch"]
+__all__ = ["fetch"]
 
 
 @dataclass(frozen=True)
@@ -82,29 +86,19 @@ _NO_OFFSETS = _Offsets()
 def _answer(index: int, offsets: _Offsets = _NO_OFFSETS, *, error: Errors = Errors.NONE,
             message: str | None = None, records: bytes = b"",
             aborted: tuple[AbortedTransaction, ...] | None = None,
-            diverging: EpochEndOffset | None = None) -> FetchPartitionResponse:
+            diverging: EpochEndOffset | None = None, preferred: int = NO_BROKER
+            ) -> FetchPartitionResponse:
     return FetchPartitionResponse(
         partition=index, error_code=error.code, error_message=message,
         high_watermark=offsets.high_watermark, last_stable_offset=offsets.last_stable_offset,
         log_start_offset=offsets.log_start_offset, log_end_offset=offsets.log_end_offset,
         chunk_stop_offset=offsets.chunk_stop_offset, aborted_transactions=aborted,
-        diverging_epoch=diverging, records=records)
+        diverging_epoch=diverging, preferred_read_replica=preferred, records=records)
 
 
 def _error(index: int, error: Errors, message: str | None = None,
            offsets: _Offsets = _NO_OFFSETS) -> FetchPartitionResponse:
     return _answer(index, offsets, error=error, message=message)
-
-
-def _epoch_error(partition: Partition, current_leader_epoch: int) -> Errors | None:
-    """Kafka's leader epoch check of a request against this leader's epoch."""
-    if current_leader_epoch < 0:
-        return None
-    if current_leader_epoch < partition.leader_epoch:
-        return Errors.FENCED_LEADER_EPOCH
-    if current_leader_epoch > partition.leader_epoch:
-        return Errors.UNKNOWN_LEADER_EPOCH
-    return None
 
 
 @dataclass
@@ -145,8 +139,8 @@ def _aborted(log_: UnifiedLog, start: int, upper: int) -> tuple[AbortedTransacti
 
 
 def _read_partition(rm: ReplicaHost, request: FetchRequest, topic: str,
-                    want: FetchPartition, budget: _Budget, first_pass: bool
-                    ) -> FetchPartitionResponse:
+                    want: FetchPartition, budget: _Budget, first_pass: bool,
+                    reads: ConsumerReads | None) -> FetchPartitionResponse | ProxyRead:
     index = want.partition
     image_topic = rm.image.topics.get_by_name(topic)
     record = image_topic.partition(index) if image_topic is not None else None
@@ -171,19 +165,26 @@ def _read_partition(rm: ReplicaHost, request: FetchRequest, topic: str,
                              chunk.start_offset, chunk.end_offset, chunk.stop_offset, want,
                              budget, request.isolation_level)
     if partition is None or not partition.is_leader:
-        if request.replica_id < 0 and partition is not None:
+        if request.replica_id < 0:
             located = locate_for_consumer(offset, record, image_topic.chunks_of(index))
             chunk = located.chunk
-            if chunk is not None and rm.node_id in chunk.isr:
+            if partition is not None and chunk is not None and rm.node_id in chunk.isr:
                 return _chunk_answer(partition.log_for(chunk.start_offset), index, offset,
                                      chunk.start_offset, chunk.stop_offset, chunk.stop_offset,
                                      want, budget, request.isolation_level)
-            if not located.found:
+            if partition is not None and not located.found:
                 return _error(index, Errors.OFFSET_OUT_OF_RANGE,
                               f"no chunk of {topic}-{index} serves offset {offset}")
+            if reads is not None and reads.redirects(topic, index):
+                # Past the end of the chunk held here, or in a chunk held elsewhere: name the
+                # broker that serves the offset. Never OFFSET_OUT_OF_RANGE for an offset a
+                # chunk serves: aiokafka resets on it whatever replica it fetched from.
+                target = serving_broker(located, record, rm.image, reads.listener)
+                if target != NO_BROKER and target != rm.node_id:
+                    return _answer(index, preferred=target)
         return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
                       f"broker {rm.node_id} does not serve {topic}-{index} at offset {offset}")
-    refused = _epoch_error(partition, want.current_leader_epoch)
+    refused = leader_epoch_error(partition, want.current_leader_epoch)
     if refused is not None:
         return _error(index, refused)
     log_ = partition.log
@@ -219,7 +220,8 @@ def _read_partition(rm: ReplicaHost, request: FetchRequest, topic: str,
     if located.chunk is not None:
         chunk = located.chunk
         if rm.node_id not in chunk.isr:
-            return _error(index, Errors.NOT_LEADER_OR_FOLLOWER)
+            return _held_elsewhere(rm, request, topic, want, located, record, offsets, budget,
+                                   reads)
         return _chunk_answer(partition.log_for(chunk.start_offset), index, offset,
                              chunk.start_offset, chunk.stop_offset, chunk.stop_offset, want,
                              budget, request.isolation_level)
@@ -232,6 +234,37 @@ def _read_partition(rm: ReplicaHost, request: FetchRequest, topic: str,
         return _error(index, data, None, offsets)
     aborted = _aborted(log_, offset, upper) if committed else None
     return _answer(index, offsets, records=data, aborted=aborted)
+
+
+def _held_elsewhere(rm: ReplicaHost, request: FetchRequest, topic: str, want: FetchPartition,
+                    located: ChunkLocation, record: PartitionRecord, offsets: _Offsets,
+                    budget: _Budget, reads: ConsumerReads | None
+                    ) -> FetchPartitionResponse | ProxyRead:
+    """On the leader, a consumer's offset in an inactive chunk held by other brokers: over
+    HTTP, NOT_LEADER_OR_FOLLOWER (chunkraft's client goes to a holder itself); a stock Kafka
+    consumer is told a live holder (``preferred_read_replica``) or, when it cannot be
+    redirected, gets the records the leader reads from a holder (a :class:`ProxyRead`)."""
+    index = want.partition
+    chunk = located.chunk
+    assert chunk is not None
+    if reads is None:
+        return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
+                      f"broker {rm.node_id} holds no copy of the chunk at {chunk.start_offset}")
+    if reads.redirects(topic, index):
+        target = serving_broker(located, record, rm.image, reads.listener)
+        if target != NO_BROKER:
+            return _answer(index, offsets, preferred=target)
+    holders = live_holders(chunk, rm.image)
+    if not holders:
+        return _error(index, Errors.NOT_LEADER_OR_FOLLOWER,
+                      f"no live replica holds the chunk of {topic}-{index} at "
+                      f"{chunk.start_offset}")
+    # The bytes are taken from the answer's budget now: the read itself runs after this pass.
+    max_bytes = max(1, min(want.partition_max_bytes, budget.remaining))
+    budget.remaining -= max_bytes
+    budget.read_any = True
+    return ProxyRead(topic, index, want.fetch_offset, chunk, holders, max_bytes,
+                     request.isolation_level)
 
 
 def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: int, stop: int,
@@ -249,43 +282,92 @@ def _chunk_answer(log_: UnifiedLog, index: int, offset: int, start: int, last: i
     return _answer(index, offsets, records=data, aborted=aborted)
 
 
-def _read_all(rm: ReplicaHost, request: FetchRequest, first_pass: bool
-              ) -> tuple[FetchResponse, int, bool, list[Partition]]:
+_Answers = list[tuple[str, list[FetchPartitionResponse | ProxyRead]]]
+
+
+@dataclass
+class _Pass:
+    """One reading pass over the request: each topic's answers (a :class:`ProxyRead` stands
+    for an answer still to be read from a holder), and what decides whether to wait."""
+
+    answers: _Answers
+    size: int = 0
+    done: bool = False
+    proxied: bool = False
+
+
+def _read_all(rm: ReplicaHost, request: FetchRequest, first_pass: bool,
+              reads: ConsumerReads | None) -> tuple[_Pass, list[Partition]]:
     budget = _Budget(request.max_bytes)
-    topics: list[FetchTopicResponse] = []
-    size = 0
-    failed = False
+    read = _Pass([])
     watched: list[Partition] = []
     for topic in request.topics:
-        answers: list[FetchPartitionResponse] = []
+        answers: list[FetchPartitionResponse | ProxyRead] = []
         for want in topic.partitions:
+            answer: FetchPartitionResponse | ProxyRead
             try:
-                answer = _read_partition(rm, request, topic.topic, want, budget, first_pass)
+                answer = _read_partition(rm, request, topic.topic, want, budget, first_pass,
+                                         reads)
             except Exception as error:  # one partition's failure is its own answer
                 failure, message = failures.failed(
                     f"fetch of {topic.topic}-{want.partition}", error)
                 answer = _error(want.partition, failure, message)
             answers.append(answer)
-            failed = failed or answer.error_code != 0 or answer.diverging_epoch is not None
-            size += len(answer.records)
+            if isinstance(answer, ProxyRead):
+                read.proxied = True
+            else:
+                # An error, a divergence or a redirect is answered at once, as in Kafka.
+                read.done = read.done or answer.error_code != 0 or (
+                    answer.diverging_epoch is not None or answer.preferred_read_replica >= 0)
+                read.size += len(answer.records)
             partition = rm.partitions.get((topic.topic, want.partition))
             if partition is not None:
                 watched.append(partition)
-        topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(answers)))
-    return FetchResponse(responses=tuple(topics)), size, failed, watched
+        read.answers.append((topic.topic, answers))
+    return read, watched
 
 
-async def fetch(rm: ReplicaHost, request: FetchRequest) -> FetchResponse:
-    """Reads every requested partition; long-polls for ``min_bytes`` (see the module)."""
+async def _proxied(rm: ReplicaHost, read: ProxyRead) -> FetchPartitionResponse:
+    """``read`` done: the records from a holder, with the leader's own offsets (what a leader
+    holding the chunk would answer); NOT_LEADER_OR_FOLLOWER, which every client retries
+    without a reset, when no holder gave them."""
+    got = await read_from_holders(read, rm.peers, rm.node_id, rm.broker_epoch)
+    partition = rm.partitions.get((read.topic, read.partition))
+    if got is None or partition is None or not partition.is_leader:
+        return _error(read.partition, Errors.NOT_LEADER_OR_FOLLOWER,
+                      f"no holder of {read.topic}-{read.partition}'s chunk at "
+                      f"{read.chunk.start_offset} answered")
+    log_ = partition.log
+    offsets = _Offsets(log_.high_watermark, log_.last_stable_offset, log_.log_start_offset,
+                       log_.log_end_offset)
+    return _answer(read.partition, offsets, records=got.records, aborted=got.aborted)
+
+
+async def _response(rm: ReplicaHost, answers: _Answers) -> FetchResponse:
+    """The answers as a FetchResponse, once every :class:`ProxyRead` is read (concurrently)."""
+    pending = [a for _, topic in answers for a in topic if isinstance(a, ProxyRead)]
+    done = dict(zip(map(id, pending),
+                    await asyncio.gather(*(_proxied(rm, a) for a in pending)), strict=True))
+    return FetchResponse(responses=tuple(
+        FetchTopicResponse(topic=name, partitions=tuple(
+            done[id(a)] if isinstance(a, ProxyRead) else a for a in topic))
+        for name, topic in answers))
+
+
+async def fetch(rm: ReplicaHost, request: FetchRequest,
+                reads: ConsumerReads | None = None) -> FetchResponse:
+    """Reads every requested partition; long-polls for ``min_bytes`` (see the module).
+    ``reads``: the request is a stock Kafka consumer's (``read_replica``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000
     first_pass = True
     while True:
-        response, size, failed, watched = _read_all(rm, request, first_pass)
+        read, watched = _read_all(rm, request, first_pass, reads)
         first_pass = False
         left = deadline - loop.time()
-        if size >= request.min_bytes or failed or left <= 0 or not watched:
-            return response
+        if (read.proxied or read.size >= request.min_bytes or read.done or left <= 0
+                or not watched):
+            return await _response(rm, read.answers)
         # Nothing ran since the read (no await), so the current events cover every change after it.
         waiters = [loop.create_task(p.signal.event().wait()) for p in watched]
         try:
@@ -293,120 +375,3 @@ async def fetch(rm: ReplicaHost, request: FetchRequest) -> FetchResponse:
         finally:
             for waiter in waiters:
                 waiter.cancel()
-
-
-def list_offsets(rm: ReplicaHost, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    """Earliest (-2), latest (-1) or by timestamp, answered by the active chunk's leader (a
-    replica of inactive chunks answers timestamps within the chunks it holds)."""
-    topics: list[ListOffsetsTopicResponse] = []
-    for topic in request.topics:
-        image_topic = rm.image.topics.get_by_name(topic.name)
-        results: list[ListOffsetsPartitionResponse] = []
-        for want in topic.partitions:
-            try:
-                results.append(_list_offset(rm, request.isolation_level, topic.name,
-                                            image_topic, want))
-            except Exception as error:  # one partition's failure is its own answer
-                failure, message = failures.failed(
-                    f"list offsets of {topic.name}-{want.partition_index}", error)
-                results.append(ListOffsetsPartitionResponse(
-                    partition_index=want.partition_index, error_code=failure.code,
-                    error_message=message))
-        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(results)))
-    return ListOffsetsResponse(topics=tuple(topics))
-
-
-def _list_offset(rm: ReplicaHost, isolation_level: int, name: str,
-                 image_topic: TopicImage | None, want: ListOffsetsPartition
-                 ) -> ListOffsetsPartitionResponse:
-    index = want.partition_index
-    partition = rm.partitions.get((name, index))
-    if image_topic is None or image_topic.partition(index) is None:
-        error: Errors | None = Errors.UNKNOWN_TOPIC_OR_PARTITION
-    elif partition is None or (not partition.is_leader and want.timestamp < 0):
-        error = Errors.NOT_LEADER_OR_FOLLOWER
-    elif partition.is_leader:
-        error = _epoch_error(partition, want.current_leader_epoch)
-    else:
-        error = None
-    if error is not None or partition is None or image_topic is None:
-        return ListOffsetsPartitionResponse(
-            partition_index=index, error_code=(error or Errors.UNKNOWN_TOPIC_OR_PARTITION).code)
-    log_ = partition.log
-    epoch = partition.leader_epoch
-    if want.timestamp == EARLIEST_TIMESTAMP:
-        chunks = image_topic.chunks_of(index)
-        offset = chunks[0].start_offset if chunks else log_.log_start_offset
-        return ListOffsetsPartitionResponse(partition_index=index, offset=offset,
-                                            leader_epoch=epoch)
-    if want.timestamp == LATEST_TIMESTAMP:
-        offset = log_.last_stable_offset if isolation_level == 1 else log_.high_watermark
-        return ListOffsetsPartitionResponse(partition_index=index, offset=offset,
-                                            leader_epoch=epoch)
-    found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index), want.timestamp)
-    if found is None:
-        return ListOffsetsPartitionResponse(partition_index=index)
-    return ListOffsetsPartitionResponse(partition_index=index, offset=found[0],
-                                        timestamp=found[1], leader_epoch=epoch)
-
-
-def _offset_for_timestamp(rm: ReplicaHost, partition: Partition,
-                          chunks: tuple[ChunkRecord, ...], timestamp: int
-                          ) -> tuple[int, int] | None:
-    """The first (offset, timestamp) at or after ``timestamp`` that this broker may answer: in
-    an inactive chunk it is in the ISR of (its own log, up to the chunk's stop offset), else, on
-    the active chunk's leader, below the high watermark. Never an offset a consumer could not
-    read here (a follower's data above the HW, a chunk's offsets past its stop)."""
-    for chunk in chunks:
-        if rm.node_id not in chunk.isr:
-            continue
-        found = partition.log_for(chunk.start_offset).offset_for_timestamp(timestamp)
-        if found is not None and chunk.start_offset <= found[0] <= chunk.stop_offset:
-            return found
-    if partition.is_leader:
-        found = partition.log.offset_for_timestamp(timestamp)
-        if found is not None and found[0] < partition.log.high_watermark:
-            return found
-    return None
-
-
-def offsets_for_leader_epoch(rm: ReplicaHost, request: OffsetForLeaderEpochRequest
-                             ) -> OffsetForLeaderEpochResponse:
-    """The end offset of a leader epoch from this broker's epoch cache. Followers ask the
-    leader; a consumer may also ask a replica of inactive chunks (their copies carry the
-    epochs of their offsets, DESIGN.md section 3)."""
-    topics: list[OffsetForLeaderTopicResult] = []
-    for topic in request.topics:
-        image_topic = rm.image.topics.get_by_name(topic.topic)
-        results: list[OffsetForLeaderPartitionResult] = []
-        for want in topic.partitions:
-            try:
-                results.append(_epoch_end(rm, request.replica_id, topic.topic, image_topic,
-                                          want))
-            except Exception as error:  # one partition's failure is its own answer
-                failure, message = failures.failed(
-                    f"OffsetsForLeaderEpoch of {topic.topic}-{want.partition}", error)
-                results.append(OffsetForLeaderPartitionResult(
-                    partition=want.partition, error_code=failure.code, error_message=message))
-        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(results)))
-    return OffsetForLeaderEpochResponse(topics=tuple(topics))
-
-
-def _epoch_end(rm: ReplicaHost, replica_id: int, name: str, image_topic: TopicImage | None,
-               want: OffsetForLeaderPartition) -> OffsetForLeaderPartitionResult:
-    index = want.partition
-    partition = rm.partitions.get((name, index))
-    error: Errors | None = None
-    if image_topic is None or image_topic.partition(index) is None:
-        error = Errors.UNKNOWN_TOPIC_OR_PARTITION
-    elif partition is None or (replica_id >= 0 and not partition.is_leader):
-        error = Errors.NOT_LEADER_OR_FOLLOWER
-    elif partition.is_leader:
-        error = _epoch_error(partition, want.current_leader_epoch)
-        if error is None and partition.overlap_pending:
-            error = Errors.LEADER_NOT_AVAILABLE  # its epoch cache is not final yet
-    if error is not None or partition is None:
-        return OffsetForLeaderPartitionResult(
-            partition=index, error_code=(error or Errors.NOT_LEADER_OR_FOLLOWER).code)
-    epoch, end = partition.log.end_offset_for_epoch(want.leader_epoch)
-    return OffsetForLeaderPartitionResult(partition=index, leader_epoch=epoch, end_offset=end)

@@ -15,12 +15,13 @@ import uuid
 from typing import TYPE_CHECKING, Protocol
 
 from chunkraft.broker_agent.isr import IsrTracker
+from chunkraft.error_codes import Errors
 from chunkraft.records import PartitionRecord
 
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import UnifiedLog
 
-__all__ = ["Following", "Partition", "Role", "Signal"]
+__all__ = ["Following", "Partition", "Role", "Signal", "leader_epoch_error"]
 
 
 class Signal:
@@ -149,3 +150,14 @@ class Partition:
         self.role = Role.NONE
         self.tracker = None
         self.signal.notify()
+
+
+def leader_epoch_error(partition: Partition, current_leader_epoch: int) -> Errors | None:
+    """Kafka's leader epoch check of a request against this leader's epoch (-1: not checked)."""
+    if current_leader_epoch < 0:
+        return None
+    if current_leader_epoch < partition.leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if current_leader_epoch > partition.leader_epoch:
+        return Errors.UNKNOWN_LEADER_EPOCH
+    return None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from chunkraft.broker_agent.partition import Partition
-from chunkraft.broker_agent.peer_client import ControllerChannelLike
+from chunkraft.broker_agent.peer_client import ControllerChannelLike, PeerClientLike
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.topic_configs import TopicConfig
 from chunkraft.controller.image import MetadataImage
@@ -41,6 +41,11 @@ class ReplicaHost(Protocol):
 
     @property
     def controller(self) -> ControllerChannelLike: ...
+
+    @property
+    def peers(self) -> PeerClientLike:
+        """The other brokers (the leader reads a chunk it does not hold from a holder)."""
+        ...
 
     @property
     def time_ms(self) -> Callable[[], int]:

@@ -19,9 +19,9 @@ This module is the façade; the work is in one module per seam, which it imports
   the image (``min.insync.replicas`` and ``max.message.bytes`` on produce, segment and
   retention settings and ``message.timestamp.type`` on every log of the topic, the chunk copy
   throttle);
-- ``produce_path``, ``fetch_path``, ``chunk_roll``: the data plane, over the small
-  :class:`~chunkraft.broker_agent.replica_host.ReplicaHost` protocol this class implements
-  (they never import it).
+- ``produce_path``, ``fetch_path``, ``offsets_path``, ``chunk_roll``: the data plane, over the
+  small :class:`~chunkraft.broker_agent.replica_host.ReplicaHost` protocol this class
+  implements (they never import it).
 
 Background work (ISR checks, retention, flushes, HW checkpoints, chunk size reports) runs as
 tasks of the broker's main event loop, which also serves the data plane; heartbeats do not run
@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chunkraft.broker_agent import chunk_roll, fetch_path, produce_path
+from chunkraft.broker_agent import chunk_roll, fetch_path, offsets_path, produce_path
 from chunkraft.broker_agent.chunk_replicas import ChunkReplicas
 from chunkraft.broker_agent.chunk_reports import ChunkReports
 from chunkraft.broker_agent.chunk_size_reports import ChunkSizeReports
@@ -54,6 +54,7 @@ from chunkraft.broker_agent.isr_updates import IsrUpdates
 from chunkraft.broker_agent.partition import Partition, Role
 from chunkraft.broker_agent.partition_registry import PartitionRegistry
 from chunkraft.broker_agent.peer_client import ControllerChannelLike, PeerClientLike
+from chunkraft.broker_agent.read_replica import ConsumerReads
 from chunkraft.broker_agent.replica_roles import ReplicaRoles
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.throttle import Throttle
@@ -228,17 +229,19 @@ class ReplicaManager:
         """Appends to the active chunks this broker leads (see ``produce_path``)."""
         return await produce_path.produce(self, request)
 
-    async def fetch(self, request: FetchRequest) -> FetchResponse:
-        """Consumer, follower and chunk copier reads (see ``fetch_path``)."""
-        return await fetch_path.fetch(self, request)
+    async def fetch(self, request: FetchRequest,
+                    reads: ConsumerReads | None = None) -> FetchResponse:
+        """Consumer, follower and chunk copier reads (see ``fetch_path``); ``reads`` when the
+        request is a stock Kafka consumer's (``read_replica``)."""
+        return await fetch_path.fetch(self, request, reads)
 
     def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        return fetch_path.list_offsets(self, request)
+        return offsets_path.list_offsets(self, request)
 
     def offsets_for_leader_epoch(
         self, request: OffsetForLeaderEpochRequest
     ) -> OffsetForLeaderEpochResponse:
-        return fetch_path.offsets_for_leader_epoch(self, request)
+        return offsets_path.offsets_for_leader_epoch(self, request)
 
     async def write_txn_markers(self, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         return await produce_path.write_txn_markers(self, request)

@@ -11,8 +11,11 @@ answer Metadata from their metadata cache:
   TOPIC_AUTHORIZATION_FAILED, whether it exists or not (the REST Metadata's rule). Topics are
   never created by a Metadata request (``allow_auto_topic_creation`` is ignored: chunkraft has
   no auto-creation), so an unknown one answers UNKNOWN_TOPIC_OR_PARTITION.
-- **Partitions** show the active chunk (leader, epoch, replicas, ISR, offline replicas); a
-  leader that is fenced or unregistered answers LEADER_NOT_AVAILABLE for that partition.
+- **Partitions** show the active chunk (leader, epoch, ISR); the replicas are the active
+  chunk's followed by the brokers of the inactive chunks (:func:`replica_nodes`: a stock
+  consumer fetches an inactive chunk from the broker a fetch answer names only if it is one of
+  them), the offline replicas those of them not live. A leader that is fenced or unregistered
+  answers LEADER_NOT_AVAILABLE for that partition.
 - ``controller_id`` is a broker that accepts admin requests (this broker, or the first live one
   for a controller): Kafka's KRaft brokers answer the same way, since clients send admin
   requests to the "controller" they find here and a broker forwards them to the quorum.
@@ -36,7 +39,7 @@ from chunkraft.records.uuids import parse_kafka_uuid
 from chunkraft.security.authorizer import Authorizer
 
 __all__ = ["ZERO_UUID", "broker_nodes", "describe_cluster_answer", "metadata_answer",
-           "metadata_answer_bytes"]
+           "metadata_answer_bytes", "replica_nodes"]
 
 ZERO_UUID = uuid.UUID(int=0)
 _NOT_REQUESTED = -(2**31)
@@ -63,14 +66,26 @@ def _admin_node(image: MetadataImage, nodes: list[dict[str, Any]], self_id: int 
     return nodes[0]["node_id"] if nodes else -1
 
 
+def replica_nodes(p: PartitionRecord, chunks: tuple[ChunkRecord, ...]) -> list[int]:
+    """Metadata's replicas of a partition: the active chunk's, then each broker holding or
+    assigned an inactive chunk, in chunk order, each once. A stock consumer reads from the
+    broker a fetch answer names (``preferred_read_replica``) only if it is listed here (the
+    Java client, kafka-python); the ISR stays the active chunk's."""
+    nodes = dict.fromkeys(p.replicas)
+    for chunk in chunks:
+        nodes.update(dict.fromkeys((*chunk.replicas, *chunk.isr)))
+    return list(nodes)
+
+
 def _partition(p: PartitionRecord, online: frozenset[int], chunks: tuple[ChunkRecord, ...],
                with_chunks: bool) -> dict[str, Any]:
+    replicas = replica_nodes(p, chunks)
     answer: dict[str, Any] = {
         "error_code": 0 if p.leader in online else Errors.LEADER_NOT_AVAILABLE.code,
         "partition_index": p.partition_id, "leader_id": p.leader,
-        "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+        "leader_epoch": p.leader_epoch, "replica_nodes": replicas,
         "isr_nodes": list(p.isr),
-        "offline_replicas": [r for r in p.replicas if r not in online]}
+        "offline_replicas": [r for r in replicas if r not in online]}
     if with_chunks:
         answer["chunks"] = [
             {"start_offset": c.start_offset, "start_timestamp": c.start_timestamp,

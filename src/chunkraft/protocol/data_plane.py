@@ -187,6 +187,8 @@ class FetchPartitionResponse(Message):
     ``chunk_stop_offset`` is >= 0 when the data came from an inactive chunk: the last offset a
     consumer may read from it before moving to the next chunk. ``diverging_epoch`` tells a
     follower its log diverged from the leader's (truncate to ``end_offset``, KIP-320).
+    ``preferred_read_replica`` (KIP-392) is >= 0 only in answers to stock Kafka consumers: the
+    broker that serves the offset, with no records.
     """
 
     partition: StrictInt
@@ -199,6 +201,7 @@ class FetchPartitionResponse(Message):
     aborted_transactions: tuple[AbortedTransaction, ...] | None = None
     chunk_stop_offset: Int64 = -1
     diverging_epoch: EpochEndOffset | None = None
+    preferred_read_replica: Int32 = -1
     records: RecordBytes = b""
 
 

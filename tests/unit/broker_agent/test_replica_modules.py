@@ -13,8 +13,9 @@ from chunkraft.broker_agent.replica_host import ReplicaHost
 from chunkraft.broker_agent.replica_manager import ReplicaManager
 
 PACKAGE = Path(package.__file__).parent
-SEAMS = ["produce_path", "fetch_path", "chunk_roll", "chunk_replicas", "replica_roles",
-         "isr_updates", "chunk_reports", "partition_registry", "replica_host", "background"]
+SEAMS = ["produce_path", "fetch_path", "offsets_path", "chunk_roll", "chunk_replicas",
+         "replica_roles", "isr_updates", "chunk_reports", "partition_registry", "replica_host",
+         "background"]
 
 
 def _imports(module: str) -> set[str]:

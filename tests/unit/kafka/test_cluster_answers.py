@@ -17,6 +17,7 @@ from chunkraft.kafka.cluster_answers import (
     broker_nodes,
     describe_cluster_answer,
     metadata_answer,
+    replica_nodes,
 )
 from chunkraft.kafka.codec.messages import decode, encode
 from chunkraft.kafka.server.requests import KafkaSession
@@ -152,14 +153,24 @@ def test_a_topic_asked_twice_is_answered_once() -> None:
     assert [t["name"] for t in found["topics"]] == ["orders", "nope"]
 
 
-def test_partitions_show_the_active_chunk() -> None:
+def test_partitions_show_the_active_chunk_then_the_brokers_of_inactive_ones() -> None:
     orders = by_name(answer({"topics": None}))["orders"]
     first, second = orders["partitions"]
+    # Active chunk on [1, 2]; inactive chunks on [1, 2] and [2, 3]: each broker once, in order,
+    # and broker 3 (fenced) offline. The ISR stays the active chunk's.
     assert first == {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 3,
-                     "replica_nodes": [1, 2], "isr_nodes": [1, 2], "offline_replicas": []}
+                     "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2], "offline_replicas": [3]}
     # Led by a fenced broker: LEADER_NOT_AVAILABLE, and the fenced replica is offline.
     assert second["error_code"] == LEADER_NOT_AVAILABLE
     assert (second["leader_id"], second["offline_replicas"]) == (3, [3])
+
+
+def test_replica_nodes_are_the_active_chunks_then_each_inactive_chunks_brokers_once() -> None:
+    active = partition(0, (3, 1), ORDERS)
+    chunks = (chunk(0, 9, 9, (1, 2), 0, ORDERS), chunk(10, 19, 19, (5, 2), 0, ORDERS, isr=(2,)),
+              chunk(20, 29, 29, (4,), 0, ORDERS, isr=(6, 4)))
+    assert replica_nodes(active, chunks) == [3, 1, 2, 5, 4, 6]
+    assert replica_nodes(active, ()) == [3, 1]
 
 
 def test_an_unregistered_leader_is_not_available_either() -> None:

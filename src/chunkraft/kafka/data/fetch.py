@@ -10,14 +10,22 @@ Bounds the HTTP surface enforces are clamped, not refused (a Kafka client picks 
 ``fetch.max.wait.ms``): waits at most 30 s, at least one byte per partition and per answer.
 A consumer (``replica_id`` -1) needs READ on each topic; a replica id names a broker the
 principal must be allowed to act as (replication itself runs over HTTP).
+
+Inactive chunks (KIP-1114) a broker does not hold: a consumer of Fetch v11+ is sent to the
+broker that serves its offset with ``preferred_read_replica`` (KIP-392), once per offset on a
+connection (``fetch_redirects``: a client that comes back for the same offset ignores the
+field); one of an older version, or one that came back, is answered by the leader with the
+records it reads from a holder (``broker_agent/read_replica.py``, ``fetch_path``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from chunkraft.broker_agent.read_replica import ConsumerReads
 from chunkraft.broker_agent.server.access import allowed_topics
 from chunkraft.error_codes import Errors
+from chunkraft.kafka.data.fetch_redirects import redirects_of
 from chunkraft.kafka.server.requests import KafkaRequest
 from chunkraft.protocol.acls import AclOperation
 from chunkraft.protocol.data_plane import (
@@ -27,9 +35,11 @@ from chunkraft.protocol.data_plane import (
     FetchTopic,
 )
 
-__all__ = ["FETCH_KEY", "MAX_WAIT_MS", "fetch_answer"]
+__all__ = ["FETCH_KEY", "MAX_WAIT_MS", "PREFERRED_READ_REPLICA_VERSION", "fetch_answer"]
 
 FETCH_KEY = 1
+PREFERRED_READ_REPLICA_VERSION = 11
+"""The first Fetch version whose answer has ``preferred_read_replica`` (KIP-392)."""
 MAX_WAIT_MS = 30_000
 _INT32_MAX = 2**31 - 1
 
@@ -43,7 +53,7 @@ def _partition_answer(result: FetchPartitionResponse) -> dict[str, Any]:
         "aborted_transactions": None if result.aborted_transactions is None else [
             {"producer_id": a.producer_id, "first_offset": a.first_offset}
             for a in result.aborted_transactions],
-        "preferred_read_replica": -1, "records": result.records}
+        "preferred_read_replica": result.preferred_read_replica, "records": result.records}
     if result.diverging_epoch is not None:
         answer["diverging_epoch"] = {"epoch": result.diverging_epoch.epoch,
                                      "end_offset": result.diverging_epoch.end_offset}
@@ -102,14 +112,27 @@ async def fetch_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any]:
         else:
             answers[position] = _refused_topic(topic, Errors.TOPIC_AUTHORIZATION_FAILED)
     if kept:
+        wanted = tuple(topic for _, topic in kept)
+        redirects = redirects_of(request.session.extras)
+        reads = None
+        if replica_id < 0:
+            reads = ConsumerReads(
+                preferred_replica=request.version >= PREFERRED_READ_REPLICA_VERSION,
+                listener=request.session.listener,
+                not_redirected=redirects.not_to_redirect(
+                    (t.topic, p.partition, p.fetch_offset) for t in wanted for p in t.partitions))
         response = await runtime.replica_manager.fetch(FetchRequest.model_construct(
             replica_id=replica_id, replica_epoch=-1,
             max_wait_ms=min(max(body["max_wait_ms"], 0), MAX_WAIT_MS),
             min_bytes=min(max(body["min_bytes"], 0), _INT32_MAX),
             max_bytes=min(max(body.get("max_bytes", _INT32_MAX), 1), _INT32_MAX),
             isolation_level=1 if body.get("isolation_level", 0) == 1 else 0,
-            topics=tuple(topic for _, topic in kept)))
-        for (position, _), answered in zip(kept, response.responses, strict=True):
+            topics=wanted), reads)
+        for (position, topic), answered in zip(kept, response.responses, strict=True):
+            if reads is not None:
+                for want, result in zip(topic.partitions, answered.partitions, strict=True):
+                    redirects.answered(topic.topic, want.partition, want.fetch_offset,
+                                       result.preferred_read_replica)
             answers[position] = {"topic": answered.topic, "partitions": [
                 _partition_answer(result) for result in answered.partitions]}
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
