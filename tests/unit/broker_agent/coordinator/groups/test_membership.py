@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from chunkraft.broker_agent.coordinator.groups.membership import GroupMembership, GroupState
+from chunkraft.broker_agent.coordinator.groups.membership import (
+    GroupMembership,
+    GroupState,
+    Protocols,
+)
 from chunkraft.error_codes import Errors
 from chunkraft.protocol.coordinators import SyncGroupAssignment, TopicPartitions
 
@@ -111,4 +115,76 @@ def test_unknown_member_join_and_leave() -> None:
         assert group.leave("ghost") is Errors.UNKNOWN_MEMBER_ID
         synced = await group.sync("ghost", 1, ())
         assert synced.error_code == Errors.UNKNOWN_MEMBER_ID.code
+    asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------- Kafka members (Protocols)
+
+
+def _kafka(*names: str, metadata: bytes = b"m") -> Protocols:
+    return Protocols("consumer", tuple((name, metadata + name.encode()) for name in names),
+                     "client-1", "127.0.0.1")
+
+
+def test_kafka_members_agree_on_the_protocol_most_of_them_prefer() -> None:
+    async def scenario() -> None:
+        group = GroupMembership("g", Clock())
+        first = await group.join("", (), 10_000, 30_000, _kafka("range", "roundrobin"))
+        joins = [asyncio.ensure_future(group.join("", (), 10_000, 30_000,
+                                                  _kafka("roundrobin", "range")))
+                 for _ in range(2)]
+        await asyncio.sleep(0)
+        rejoined = await group.join(first.member_id, (), 10_000, 30_000,
+                                    _kafka("range", "roundrobin"))
+        await asyncio.gather(*joins)
+        assert rejoined.generation_id == 2
+        assert group.protocol_type == "consumer"
+        assert group.protocol_name == "roundrobin"  # two of three name it first
+        assert [metadata for _, _, metadata in group.generation_members] == [
+            b"mroundrobin"] * 3
+    asyncio.run(scenario())
+
+
+def test_a_kafka_member_sharing_no_protocol_or_type_is_refused() -> None:
+    async def scenario() -> None:
+        group = GroupMembership("g", Clock())
+        await group.join("", (), 10_000, 30_000, _kafka("range"))
+        other = await group.join("", (), 10_000, 30_000, _kafka("sticky"))
+        assert other.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+        connect = await group.join("", (), 10_000, 30_000,
+                                   Protocols("connect", (("range", b""),)))
+        assert connect.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+        own = await group.join("", ("orders",), 10_000, 30_000)  # chunkraft's own member
+        assert own.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+        empty = await GroupMembership("h", Clock()).join("", (), 10_000, 30_000,
+                                                         Protocols("consumer", ()))
+        assert empty.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+        assert len(group.members) == 1
+    asyncio.run(scenario())
+
+
+def test_the_leaders_opaque_assignment_reaches_each_member_and_survives_a_restore() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        group = GroupMembership("g", clock)
+        first = await group.join("", (), 10_000, 30_000, _kafka("range"))
+        second_join = asyncio.ensure_future(group.join("", (), 10_000, 30_000,
+                                                       _kafka("range")))
+        await asyncio.sleep(0)
+        await group.join(first.member_id, (), 10_000, 30_000, _kafka("range"))
+        second = await second_join
+        follower = asyncio.ensure_future(group.sync(second.member_id, 2, ()))
+        await group.sync(first.member_id, 2, (), {first.member_id: b"\x00A",
+                                                  second.member_id: b"\x00B"})
+        await follower
+        assert group.state is GroupState.STABLE
+        assert group.members[second.member_id].assignment_bytes == b"\x00B"
+        restored = GroupMembership.restore("g", clock, group.snapshot() or {})
+        assert restored.protocol_type == "consumer" and restored.protocol_name == "range"
+        assert restored.members[first.member_id].assignment_bytes == b"\x00A"
+        assert restored.members[first.member_id].protocols == _kafka("range")
+        assert restored.generation_members == group.generation_members
+        restored.leave(first.member_id)
+        restored.leave(second.member_id)
+        assert restored.protocol_type is None and restored.state is GroupState.EMPTY
     asyncio.run(scenario())
