@@ -47,6 +47,9 @@ async function start(command) {
   const consumer = kafka.consumer({
     groupId: settings.group, sessionTimeout: settings.session_timeout_ms || 6000,
     heartbeatInterval: settings.heartbeat_interval_ms || 500, rebalanceTimeout: 30000,
+    // kafkajs heartbeats between fetches: a short long-poll lets a member hear of a
+    // rebalance (and disconnect) within a heartbeat, not after its default 5 s wait.
+    maxWaitTimeInMs: 250,
   });
   await consumer.connect();
   await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
