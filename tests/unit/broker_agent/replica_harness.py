@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from chunkraft.broker_agent.coordinator.groups.coordinator import OFFSETS_TOPIC
 from chunkraft.broker_agent.peer_client import PeerUnavailable
 from chunkraft.broker_agent.replica_manager import ReplicaManager
 from chunkraft.broker_agent.replication_config import ReplicationConfig
@@ -266,3 +267,16 @@ async def eventually(check: Callable[[], bool | Awaitable[bool]], what: str,
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+async def offsets_cluster(root: Path) -> Cluster:
+    """One broker leading partition 0 of ``__consumer_offsets``: what a group coordinator
+    needs to answer."""
+    offsets_id = uuid.UUID(int=0x0FF5E77)
+    cluster = Cluster(root, count=1)
+    await cluster.start(replicas=(0,))
+    await cluster.controller.commit([
+        TopicRecord(name=OFFSETS_TOPIC, topic_id=offsets_id),
+        PartitionRecord(partition_id=0, topic_id=offsets_id, replicas=(0,), isr=(0,),
+                        leader=0, leader_epoch=0, partition_epoch=0)])
+    return cluster

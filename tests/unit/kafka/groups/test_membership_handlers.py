@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from chunkraft.broker_agent.coordinator.groups.coordinator import (
-    OFFSETS_TOPIC,
     GroupCoordinator,
 )
 from chunkraft.error_codes import Errors
@@ -20,9 +19,8 @@ from chunkraft.kafka.codec.messages import RequestHeader, decode, encode
 from chunkraft.kafka.groups.admin_handlers import group_admin_handlers
 from chunkraft.kafka.groups.membership_handlers import membership_handlers
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest, KafkaSession
-from chunkraft.records import PartitionRecord, TopicRecord
 from chunkraft.security.principal import Principal
-from tests.unit.broker_agent.replica_harness import Cluster
+from tests.unit.broker_agent.replica_harness import Cluster, offsets_cluster
 
 OFFSETS_ID = uuid.UUID(int=0x0FF5E77)
 SESSION = KafkaSession("SASL_PLAINTEXT", "SASL_PLAINTEXT", "10.0.0.7",
@@ -58,16 +56,6 @@ class Served:
         return decode(f"{name}Response", version, encode(f"{name}Response", version, answer))
 
 
-async def _cluster(tmp_path: Path) -> Cluster:
-    cluster = Cluster(tmp_path, count=1)
-    await cluster.start(replicas=(0,))
-    await cluster.controller.commit([
-        TopicRecord(name=OFFSETS_TOPIC, topic_id=OFFSETS_ID),
-        PartitionRecord(partition_id=0, topic_id=OFFSETS_ID, replicas=(0,), isr=(0,),
-                        leader=0, leader_epoch=0, partition_epoch=0)])
-    return cluster
-
-
 def _join(member_id: str = "", protocols: tuple[str, ...] = ("range",),
           session_ms: int = 10_000) -> dict[str, Any]:
     return {"group_id": "g", "session_timeout_ms": session_ms, "rebalance_timeout_ms": 10_000,
@@ -79,7 +67,7 @@ def _join(member_id: str = "", protocols: tuple[str, ...] = ("range",),
 def test_two_members_form_a_generation_and_get_their_opaque_assignments(
         tmp_path: Path) -> None:
     async def scenario() -> None:
-        cluster = await _cluster(tmp_path)
+        cluster = await offsets_cluster(tmp_path)
         try:
             served = Served(cluster)
             first = await served.call(11, 5, _join())
@@ -137,7 +125,7 @@ def test_two_members_form_a_generation_and_get_their_opaque_assignments(
 
 def test_bad_joins_and_refused_principals_get_kafkas_errors(tmp_path: Path) -> None:
     async def scenario() -> None:
-        cluster = await _cluster(tmp_path)
+        cluster = await offsets_cluster(tmp_path)
         try:
             served = Served(cluster)
             short = await served.call(11, 5, _join(session_ms=1000))

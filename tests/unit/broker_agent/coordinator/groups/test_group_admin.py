@@ -9,7 +9,6 @@ import uuid
 from pathlib import Path
 
 from chunkraft.broker_agent.coordinator.groups.coordinator import (
-    OFFSETS_TOPIC,
     GroupCoordinator,
 )
 from chunkraft.broker_agent.coordinator.groups.group_admin import (
@@ -26,20 +25,14 @@ from chunkraft.protocol.coordinators import (
     OffsetCommitTopic,
     SyncGroupRequest,
 )
-from chunkraft.records import PartitionRecord, TopicRecord
-from tests.unit.broker_agent.replica_harness import TOPIC, Cluster
+from tests.unit.broker_agent.replica_harness import TOPIC, Cluster, offsets_cluster
 
 OFFSETS_ID = uuid.UUID(int=0x0FF5E76)
 KAFKA = Protocols("consumer", (("range", b"subscription"),), "client-7", "10.0.0.7")
 
 
 async def _started(tmp_path: Path) -> tuple[Cluster, GroupCoordinator]:
-    cluster = Cluster(tmp_path, count=1)
-    await cluster.start(replicas=(0,))
-    await cluster.controller.commit([
-        TopicRecord(name=OFFSETS_TOPIC, topic_id=OFFSETS_ID),
-        PartitionRecord(partition_id=0, topic_id=OFFSETS_ID, replicas=(0,), isr=(0,),
-                        leader=0, leader_epoch=0, partition_epoch=0)])
+    cluster = await offsets_cluster(tmp_path)
     return cluster, GroupCoordinator(cluster.managers[0], lambda: cluster.controller.image)
 
 
