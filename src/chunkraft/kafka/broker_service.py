@@ -2,7 +2,8 @@
 
 A broker serves, on each Kafka listener of ``listeners``: ApiVersions and SASL; Metadata and
 DescribeCluster (endpoint type 1) from its own metadata image, naming itself as the node that
-takes admin requests; InitProducerId through the broker's own route; and the admin APIs,
+takes admin requests; InitProducerId, FindCoordinator and the transaction APIs through the
+broker's own routes; and the admin APIs,
 forwarded to the controllers with the client's own
 credentials (:class:`~chunkraft.kafka.channel_gateway.ChannelGateway`). The listener runs on
 a thread and an event loop of its own, so that a busy main loop (deltas, log creation) never
@@ -53,17 +54,18 @@ from chunkraft.kafka.server.listener import KafkaServer
 from chunkraft.kafka.server.listener_thread import KafkaListenerThread, on_loop
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
 from chunkraft.kafka.server.sasl import KafkaAuthenticator
+from chunkraft.kafka.txn import TRANSACTION_KEYS, transaction_api_handlers
 from chunkraft.records.uuids import kafka_uuid_str
 
 __all__ = ["GROUP_KEYS", "MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server",
-           "data_handlers", "group_handlers"]
+           "data_handlers", "group_handlers", "transaction_handlers"]
 
 GROUP_KEYS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42})
 """OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups,
 ListGroups and DeleteGroups."""
 MAIN_LOOP_KEYS = frozenset({PRODUCE_KEY, FETCH_KEY, LIST_OFFSETS_KEY,
                             OFFSET_FOR_LEADER_EPOCH_KEY, INIT_PRODUCER_ID_KEY,
-                            FIND_COORDINATOR_KEY, *GROUP_KEYS})
+                            FIND_COORDINATOR_KEY, *GROUP_KEYS}) | TRANSACTION_KEYS
 """The APIs whose handlers run on the broker's main loop (the ReplicaManager's, the group
 coordinator's and the app's)."""
 
@@ -120,7 +122,15 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
             init_producer_id_handler(RouteGateway(app)), *data_handlers(runtime),
             *group_handlers(runtime, app),
             *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
-                                lambda: runtime.follower.image, verify)]
+                                lambda: runtime.follower.image, verify),
+            *transaction_handlers(app)]
+
+
+def transaction_handlers(app: FastAPI) -> list[ApiHandler]:
+    """AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-4 and TxnOffsetCommit 0-3 over
+    the broker app's coordinator routes (:mod:`chunkraft.kafka.txn`); they must run on the
+    broker's main loop. None of KIP-890's second part: EndTxn stops at 4 as Produce at 11."""
+    return transaction_api_handlers(RouteGateway(app))
 
 
 def group_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:

@@ -6,6 +6,7 @@ the controller; a transactional id goes to its transaction coordinator; the auth
 both), so the Kafka handler only moves fields: the request's are the route's, by name. A
 whole-request refusal of the route (403) becomes the answer's error code, as Kafka answers it.
 Versions 3+ carry the producer id and epoch of a producer that re-initializes (KIP-360).
+PRODUCER_FENCED is answered from v4 (KIP-588); older versions get INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from typing import Any
 
 from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
+from chunkraft.kafka.txn.compat import fenced_for_version
 
 __all__ = ["INIT_PRODUCER_ID_KEY", "init_producer_id_handler"]
 
 INIT_PRODUCER_ID_KEY = 22
 ROUTE = "/broker/v1/init-producer-id"
+FENCED_FROM = 4
+"""The first version that may answer PRODUCER_FENCED."""
 
 
 def init_producer_id_handler(gateway: AdminGateway) -> ApiHandler:
@@ -33,9 +37,11 @@ def init_producer_id_handler(gateway: AdminGateway) -> ApiHandler:
         try:
             answer = await gateway.write(ROUTE, sent, request.session)
         except GatewayError as error:
-            return {"throttle_time_ms": 0, "error_code": error.error.code, "producer_id": -1,
-                    "producer_epoch": -1}
-        return {"throttle_time_ms": 0, "error_code": answer.get("error_code", 0),
+            return {"throttle_time_ms": 0, "error_code": fenced_for_version(
+                error.error.code, request.version, FENCED_FROM), "producer_id": -1,
+                "producer_epoch": -1}
+        return {"throttle_time_ms": 0, "error_code": fenced_for_version(
+                    answer.get("error_code", 0), request.version, FENCED_FROM),
                 "producer_id": answer.get("producer_id", -1),
                 "producer_epoch": answer.get("producer_epoch", -1)}
 

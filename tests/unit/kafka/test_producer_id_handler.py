@@ -129,3 +129,14 @@ def test_every_version_reads_with_a_stock_codec(version: int) -> None:
     theirs = classes["InitProducerIdResponse"].decode(
         encode("InitProducerIdResponse", version, answer), version=version)
     assert (theirs.error_code, theirs.producer_id, theirs.producer_epoch) == (0, 123, 2)
+
+
+@pytest.mark.parametrize(("version", "expected"), [(0, Errors.INVALID_PRODUCER_EPOCH),
+                                                   (3, Errors.INVALID_PRODUCER_EPOCH),
+                                                   (4, Errors.PRODUCER_FENCED)])
+def test_producer_fenced_is_invalid_producer_epoch_before_v4(version: int,
+                                                             expected: Errors) -> None:
+    for answer in ({"error_code": Errors.PRODUCER_FENCED.code},
+                   GatewayError(200, Errors.PRODUCER_FENCED, "fenced")):
+        assert handle(FakeGateway(answer), version, {"transactional_id": "tx-1"})[
+            "error_code"] == expected.code
