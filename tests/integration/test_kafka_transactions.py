@@ -28,12 +28,8 @@ import pytest
 from chunkraft.client.consumer_group import GroupClient
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.protocol.coordinators import OffsetFetchRequest, OffsetFetchTopicRequest
-from tests.integration.test_kafka_data_plane import (
-    create_topic,
-    librdkafka_settings,
-    python_settings,
-)
 from tests.support.brokers import broker_cluster, wait_until
+from tests.support.kafka_stock import create_topic, librdkafka_settings, python_settings
 from tests.support.kafka_wire import KafkaWire
 
 CONTROLLER_PROPERTIES = {
@@ -533,3 +529,106 @@ def test_an_idempotent_producer_loses_and_duplicates_nothing_across_a_leader_kil
     counts = Counter(int(value) for records in read.values() for _, value in records)
     assert sorted(counts) == list(range(total)), f"{total - len(counts)} records lost"
     assert max(counts.values()) == 1, "duplicated records"
+
+
+# ------------------------------------------------------------------ exactly once
+
+
+def group_coordinator(cluster: LocalCluster, group: str) -> int:
+    """The node id FindCoordinator names for ``group`` (bounded retries while it moves)."""
+    address = cluster.kafka_bootstrap_servers.split(",")[0]
+    found = -1
+
+    def named() -> bool:
+        nonlocal found
+        with KafkaWire(address) as wire:
+            assert wire.sasl_plain("admin", cluster.admin_token)["error_code"] == 0
+            answer = wire.call(10, 3, {"key": group, "key_type": 0})
+        found = answer["node_id"] if answer["error_code"] == 0 else -1
+        return found >= 0
+
+    wait_until(named, f"a coordinator for {group}", timeout=30, interval=0.3)
+    return found
+
+
+def rewind(consumer: Any) -> None:
+    """Back to the group's committed offsets: what an aborted transaction had consumed is
+    consumed again."""
+    from confluent_kafka import OFFSET_BEGINNING
+
+    assigned = consumer.assignment()
+    if not assigned:
+        return
+    for committed in consumer.committed(assigned, timeout=30):
+        if committed.offset < 0:
+            committed.offset = OFFSET_BEGINNING
+        consumer.seek(committed)
+
+
+def test_consume_transform_produce_is_exactly_once_across_a_coordinator_restart(
+        cluster: LocalCluster) -> None:
+    """confluent-kafka's read-process-write loop: a group member consumes, a transactional
+    producer writes the transformed records and sends the consumed offsets to the same
+    transaction (with the member's generation, KIP-447). The group's coordinator is killed
+    -9 a third of the way in and started again later; each input record is in the output
+    exactly once."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    source, sink = unique("eos-in"), unique("eos-out")
+    group, total = unique("eos-group"), 900
+    create_topic(cluster, source, PARTITIONS)
+    create_topic(cluster, sink, PARTITIONS)
+    seed = Producer({**librdkafka_settings(cluster), "enable.idempotence": True})
+    for i in range(total):
+        seed.produce(source, key=f"k{i % 30}".encode(), value=f"in-{i}".encode())
+    assert seed.flush(60) == 0
+    consumer = Consumer({**librdkafka_settings(cluster), "group.id": group,
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                         "heartbeat.interval.ms": 500})
+    producer = Producer({**librdkafka_settings(cluster), "transactional.id": unique("eos-tx"),
+                         "transaction.timeout.ms": 60_000})
+    killed: int | None = None
+    done = aborted = 0
+    try:
+        producer.init_transactions(60)
+        consumer.subscribe([source])
+        deadline = time.monotonic() + 240
+        while done < total:
+            assert time.monotonic() < deadline, f"only {done} of {total} records processed"
+            if killed is None and done >= total // 3:
+                killed = group_coordinator(cluster, group)
+                cluster.kill_broker(killed)
+            elif killed is not None and done >= 2 * total // 3:
+                cluster.start_broker(killed)
+            messages = [m for m in consumer.consume(100, 0.5) if m.error() is None]
+            if not messages:
+                continue
+            try:
+                producer.begin_transaction()
+                for message in messages:
+                    producer.produce(sink, key=message.key(),
+                                     value=b"out-" + (message.value() or b""))
+                producer.send_offsets_to_transaction(
+                    consumer.position(consumer.assignment()),
+                    consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+                done += len(messages)
+            except KafkaException as failure:
+                error = failure.args[0]
+                assert not error.fatal(), f"a fatal transaction error: {error}"
+                producer.abort_transaction(60)
+                aborted += 1
+                rewind(consumer)
+    finally:
+        consumer.close()
+        if killed is not None:
+            cluster.start_broker(killed)
+            cluster.wait_brokers_ready(timeout=60)
+    assert killed is not None
+    read = read_confluent(cluster, sink, "read_committed", total, 3)
+    counts = Counter(value for records in read.values() for _, value in records)
+    assert set(counts) == {f"out-in-{i}".encode() for i in range(total)}, (
+        f"{total - len(counts)} records missing from the output")
+    assert max(counts.values()) == 1, f"{sum(c - 1 for c in counts.values())} duplicated"
+    assert done == total, f"{done - total} records processed twice ({aborted} aborts)"
