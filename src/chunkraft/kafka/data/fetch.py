@@ -10,6 +10,10 @@ Bounds the HTTP surface enforces are clamped, not refused (a Kafka client picks 
 ``fetch.max.wait.ms``): waits at most 30 s, at least one byte per partition and per answer.
 A consumer (``replica_id`` -1) needs READ on each topic; a replica id names a broker the
 principal must be allowed to act as (replication itself runs over HTTP).
+
+As Kafka's brokers do, a fetch below version 10 of a topic whose ``compression.type`` is zstd
+answers UNSUPPORTED_COMPRESSION_TYPE for its partitions: a client that old cannot read zstd
+(KIP-110). Batches are otherwise returned as stored, in whatever codec they are.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ __all__ = ["FETCH_KEY", "MAX_WAIT_MS", "fetch_answer"]
 
 FETCH_KEY = 1
 MAX_WAIT_MS = 30_000
+ZSTD_MIN_VERSION = 10
+"""The first Fetch version whose client reads zstd batches (KIP-110)."""
 _INT32_MAX = 2**31 - 1
 
 
@@ -96,11 +102,15 @@ async def fetch_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any]:
         allowed = allowed_topics(authorizer, image, principal, AclOperation.READ,
                                  (topic["topic"] for topic in topics))
     kept: list[tuple[int, FetchTopic]] = []
+    configs = runtime.replica_manager.configs
     for position, topic in enumerate(topics):
-        if topic["topic"] in allowed:
-            kept.append((position, _wanted(topic)))
-        else:
+        if topic["topic"] not in allowed:
             answers[position] = _refused_topic(topic, Errors.TOPIC_AUTHORIZATION_FAILED)
+        elif (request.version < ZSTD_MIN_VERSION
+                and configs.topic(topic["topic"]).compression_type == "zstd"):
+            answers[position] = _refused_topic(topic, Errors.UNSUPPORTED_COMPRESSION_TYPE)
+        else:
+            kept.append((position, _wanted(topic)))
     if kept:
         response = await runtime.replica_manager.fetch(FetchRequest.model_construct(
             replica_id=replica_id, replica_epoch=-1,
