@@ -77,10 +77,10 @@ class UnifiedLog(LogTruncation, LogReads):
         UNSUPPORTED_COMPRESSION_TYPE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
         otherwise); a compressed batch's records are decompressed and checked, and a batch is
         stored as sent or recompressed to the log's ``compression`` (``log_compression``).
-        Idempotent producers are checked as Kafka does: a
-        retry of one of the producer's last five batches raises DuplicateSequenceError (nothing
-        is written), a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
-        INVALID_PRODUCER_EPOCH, a non-transactional batch during a transaction INVALID_TXN_STATE.
+        Idempotent producers are checked as Kafka does: a retry of one of the producer's last
+        five batches raises DuplicateSequenceError (nothing is written), a sequence gap
+        OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch INVALID_PRODUCER_EPOCH, a non-transactional
+        batch during a transaction INVALID_TXN_STATE.
         All or nothing: a refusal writes nothing. Base offsets and partition leader epochs are
         rewritten in place, and on a LogAppendTime log the timestamp type and maximum timestamp
         too (``now_ms``, with a new CRC); the epoch cache records ``leader_epoch`` at the first
@@ -150,6 +150,7 @@ class UnifiedLog(LogTruncation, LogReads):
                         f"{config.max_batch_bytes}",
                     )
                 batch = memoryview(rebuilt)
+                header = parse_header(batch)  # its max timestamp is the records' own
                 rebuilt_any = True
             staging.check_duplicate(header)
             last = offset + header.last_offset_delta
