@@ -82,7 +82,9 @@ def test_configs_alter_describe_inherit_refuse_and_create(cluster: LocalCluster)
     assert every[0] == "All configs for topic orders are:"
     assert "  retention.bytes=1048576 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:" \
            "log.retention.bytes=1048576, DEFAULT_CONFIG:log.retention.bytes=-1}" in every
-    assert len(every) == 1 + 8
+    assert "  compression.type=producer sensitive=false synonyms={DEFAULT_CONFIG:" \
+           "compression.type=producer}" in every
+    assert len(every) == 1 + 9
 
     # Refusals: INVALID_CONFIG on the error line, exit 1, nothing changed (not even the
     # good key sent with the bad one).

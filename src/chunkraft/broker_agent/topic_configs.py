@@ -27,7 +27,14 @@ from chunkraft.controller.image.configs import ConfigsImage
 if TYPE_CHECKING:
     from chunkraft.broker_agent.storage import LogConfig
 
-__all__ = ["APPLIED_KEYS", "EffectiveConfigs", "TopicConfig", "local_configs", "static_values"]
+__all__ = [
+    "APPLIED_KEYS",
+    "COMPRESSION_CODECS",
+    "EffectiveConfigs",
+    "TopicConfig",
+    "local_configs",
+    "static_values",
+]
 
 THROTTLE = "chunk.copy.throttle.bytes.per.second"
 
@@ -39,11 +46,16 @@ APPLIED_KEYS: dict[str, str] = {
     "retention.ms": "retention_ms",
     "retention.bytes": "retention_bytes",
     "message.timestamp.type": "message_timestamp_type",
+    "compression.type": "compression_type",
 }
 """The topic keys a broker applies, and the :class:`TopicConfig` field holding each
 (``cleanup.policy`` is stored but changes nothing: ``delete`` is the only policy accepted)."""
 
 LOG_APPEND_TIME = "LogAppendTime"
+PRODUCER = "producer"
+COMPRESSION_CODECS: dict[str, int] = {
+    "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+"""``compression.type``'s values other than ``producer``, and the codec id each stores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +69,7 @@ class TopicConfig:
     retention_ms: int
     retention_bytes: int
     message_timestamp_type: str = "CreateTime"
+    compression_type: str = PRODUCER
 
     def log_config(self, base: LogConfig) -> LogConfig:
         """``base`` (the broker's own log settings) with this topic's values."""
@@ -64,7 +77,8 @@ class TopicConfig:
             base, segment_bytes=self.segment_bytes, segment_ms=self.segment_ms,
             retention_ms=self.retention_ms, retention_bytes=self.retention_bytes,
             max_batch_bytes=self.max_message_bytes,
-            log_append_time=self.message_timestamp_type == LOG_APPEND_TIME)
+            log_append_time=self.message_timestamp_type == LOG_APPEND_TIME,
+            compression=COMPRESSION_CODECS.get(self.compression_type))
 
 
 def static_values(log: LogConfig, replication: ReplicationConfig) -> dict[str, str]:
@@ -77,6 +91,8 @@ def static_values(log: LogConfig, replication: ReplicationConfig) -> dict[str, s
         "log.retention.bytes": str(log.retention_bytes),
         "message.max.bytes": str(log.max_batch_bytes),
         "log.message.timestamp.type": LOG_APPEND_TIME if log.log_append_time else "CreateTime",
+        "compression.type": PRODUCER if log.compression is None else next(
+            name for name, codec in COMPRESSION_CODECS.items() if codec == log.compression),
         "min.insync.replicas": str(replication.min_insync_replicas),
         THROTTLE: str(replication.chunk_copy_throttle_bytes_per_second),
     }
@@ -118,7 +134,8 @@ class EffectiveConfigs:
                 segment_ms=self._int(name, "segment.ms"),
                 retention_ms=self._int(name, "retention.ms"),
                 retention_bytes=self._int(name, "retention.bytes"),
-                message_timestamp_type=self._choice(name, "message.timestamp.type"))
+                message_timestamp_type=self._choice(name, "message.timestamp.type"),
+                compression_type=self._choice(name, "compression.type"))
         return found
 
     def _choice(self, topic: str, key: str) -> str:

@@ -139,6 +139,11 @@ _PAIRS = (
     _pair("message.timestamp.type", "log.message.timestamp.type", ConfigType.STRING,
           "CreateTime", "Which timestamp a record keeps: the producer's (CreateTime) or the "
           "broker's at append (LogAppendTime).", valid=("CreateTime", "LogAppendTime")),
+    _pair("compression.type", "compression.type", ConfigType.STRING, "producer",
+          "The codec a leader stores produced batches with: producer keeps each batch as the "
+          "producer compressed it (or not); uncompressed, gzip, snappy, lz4 or zstd "
+          "recompresses every batch sent otherwise.",
+          valid=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
 )
 
 TOPIC_KEYS: dict[str, ConfigKey] = {topic.name: topic for topic, _ in _PAIRS}

@@ -74,6 +74,7 @@ def test_the_export_lists_every_applied_key_with_the_value_applied_and_its_sourc
         "segment.bytes": ("5000", "STATIC_BROKER_CONFIG"),
         "segment.ms": (str(LogConfig().segment_ms), "STATIC_BROKER_CONFIG"),
         "message.timestamp.type": ("CreateTime", "STATIC_BROKER_CONFIG"),
+        "compression.type": ("producer", "STATIC_BROKER_CONFIG"),
     }
     events = {r["name"]: r["value"] for r in rows if r["topic"] == "events"}
     assert events["retention.ms"] == "9000"  # the broker's own, not orders' topic key
@@ -230,6 +231,47 @@ def test_log_append_time_of_the_topic_stamps_produced_batches_live(tmp_path: Pat
             await cluster.controller.commit([ConfigRecord(2, TOPIC, "message.timestamp.type",
                                                           None)])
             assert (await produce(b0, [b"d"])).log_append_time_ms == -1
+        finally:
+            await cluster.close()
+
+    run_scenario(scenario())
+
+
+def test_compression_type_of_the_topic_recompresses_produced_batches_live(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, count=2)
+        await cluster.start(replicas=(0, 1))
+        b0 = cluster.managers[0]
+        try:
+            # producer (the default): each batch as the producer sent it
+            assert (await produce(b0, [b"a"], compression=2)).error_code == 0
+            assert (await produce(b0, [b"b"])).error_code == 0
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "compression.type",
+                                                          "zstd")])
+            assert (await produce(b0, [b"c", b"d"], compression=1)).error_code == 0
+            assert (await produce(b0, [b"e"])).error_code == 0
+            assert (await produce(b0, [b"f"], compression=4)).error_code == 0
+            await cluster.controller.commit([ConfigRecord(2, TOPIC, "compression.type",
+                                                          "uncompressed")])
+            assert (await produce(b0, [b"g"], compression=3)).error_code == 0
+
+            def stored(manager: ReplicaManager) -> list[tuple[int, list[bytes]]]:
+                log_ = manager.logs.get(TOPIC, 0)
+                assert log_ is not None
+                return [(header.compression, [r.value or b"" for r in decode_records(view)])
+                        for header, view in iter_batches(log_.read(0, 1 << 20, 1 << 20).records)]
+
+            expected = [(2, [b"a"]), (0, [b"b"]), (4, [b"c", b"d"]), (4, [b"e"]),
+                        (4, [b"f"]), (0, [b"g"])]
+            assert stored(b0) == expected
+            times = [r.timestamp for _, view in iter_batches((await fetch(b0, 0)).records)
+                     for r in decode_records(view)]
+            assert times == [1000, 1000, 1000, 1001, 1000, 1000, 1000]  # the producers' own
+            # A follower copies what the leader stored.
+            await eventually(lambda: len(local_records(cluster.managers[1])) == 7,
+                             "the follower has all seven records")
+            assert stored(cluster.managers[1]) == expected
         finally:
             await cluster.close()
 

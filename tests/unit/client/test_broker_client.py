@@ -84,6 +84,27 @@ def test_decode_partition_skips_control_records_and_aborted_transactions() -> No
     assert decoded[("t", 1)] == []
 
 
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_decode_partition_reads_compressed_batches_and_their_transactions(codec: int) -> None:
+    committed = build_batch([(b"a", b"1", 1), (b"a", b"2", 1)], base_offset=0, producer_id=7,
+                            producer_epoch=0, base_sequence=0, transactional=True,
+                            compression=codec)
+    aborted = build_batch([(b"b", b"3", 2)], base_offset=2, producer_id=8, producer_epoch=0,
+                          base_sequence=0, transactional=True, compression=codec)
+    abort = build_control_batch(False, producer_id=8, producer_epoch=0, base_offset=3,
+                                timestamp_ms=3)
+    commit = build_control_batch(True, producer_id=7, producer_epoch=0, base_offset=4,
+                                 timestamp_ms=4)
+    plain = build_batch([(None, b"5", 6)] * 3, base_offset=5, compression=codec)
+    partition = FetchPartitionResponse(
+        partition=0, records=b"".join((committed, aborted, abort, commit, plain)),
+        aborted_transactions=(AbortedTransaction(producer_id=8, first_offset=2),))
+    assert [(r.offset, r.value) for r in decode_partition(partition)] == [
+        (0, b"1"), (1, b"2"), (5, b"5"), (6, b"5"), (7, b"5")]
+    uncommitted = partition.model_copy(update={"aborted_transactions": None})
+    assert [r.offset for r in decode_partition(uncommitted)] == [0, 1, 2, 5, 6, 7]
+
+
 def test_the_sync_client_posts_json_with_the_token_and_raises_refusals() -> None:
     seen: list[httpx.Request] = []
 

@@ -19,7 +19,8 @@ def test_the_topic_keys_and_their_broker_synonyms() -> None:
         "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
         "min.insync.replicas": "min.insync.replicas", "max.message.bytes": "message.max.bytes",
         "cleanup.policy": "log.cleanup.policy",
-        "message.timestamp.type": "log.message.timestamp.type"}
+        "message.timestamp.type": "log.message.timestamp.type",
+        "compression.type": "compression.type"}
     for key in TOPIC_KEYS.values():
         assert key.synonym in BROKER_KEYS and key.topic and not key.broker
         assert key.parse(key.default) is not None  # every default is a legal value
@@ -29,6 +30,7 @@ def test_the_topic_keys_and_their_broker_synonyms() -> None:
     ("retention.ms", "-1", -1), ("retention.ms", " 86400000 ", 86400000),
     ("min.insync.replicas", "2", 2), ("cleanup.policy", "delete", ("delete",)),
     ("message.timestamp.type", "LogAppendTime", "LogAppendTime"),
+    ("compression.type", "zstd", "zstd"), ("compression.type", "producer", "producer"),
 ])
 def test_values_parse(name: str, value: str, parsed: object) -> None:
     assert topic_key(name).parse(value) == parsed
@@ -45,6 +47,8 @@ def test_values_parse(name: str, value: str, parsed: object) -> None:
      "Invalid value 3000000000 for configuration segment.bytes: Not a number of type INT"),
     ("message.timestamp.type", "Now", "Invalid value Now for configuration "
      "message.timestamp.type: String must be one of: CreateTime, LogAppendTime"),
+    ("compression.type", "brotli", "Invalid value brotli for configuration compression.type: "
+     "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"),
     ("cleanup.policy", "compact", "Invalid value compact for configuration cleanup.policy: "
      "compact is not supported by chunkraft"),
 ])

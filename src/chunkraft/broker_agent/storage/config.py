@@ -33,7 +33,10 @@ class LogConfig:
     a segment rolls, on :meth:`UnifiedLog.flush` and on close (replication is the durability).
     ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited. ``log_append_time`` is
     ``message.timestamp.type=LogAppendTime``: a leader stamps each produced batch with its own
-    clock at the append instead of keeping the producer's create time.
+    clock at the append instead of keeping the producer's create time. ``compression`` is
+    ``compression.type``: None for ``producer`` (each batch kept as the producer compressed it),
+    else the codec id a leader stores every produced batch with (0 for ``uncompressed``),
+    recompressing those sent otherwise.
     """
 
     segment_bytes: int = 1 << 30  # log.segment.bytes
@@ -46,6 +49,7 @@ class LogConfig:
     max_batch_bytes: int = 1_048_588  # message.max.bytes (Kafka's default: 1 MiB + 12)
     producer_id_expiration_ms: int = 24 * 3600 * 1000  # producer.id.expiration.ms
     log_append_time: bool = False  # log.message.timestamp.type=LogAppendTime
+    compression: int | None = None  # compression.type (None: producer)
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= 2**31 - 1:

@@ -15,7 +15,10 @@ from chunkraft.dataplane.record_batch import (
     BatchHeader,
     ControlType,
     CorruptBatchError,
+    DecompressionLimitError,
+    Record,
     UnsupportedCompressionError,
+    checked_records,
     decode_records,
     validate_batch,
 )
@@ -28,6 +31,7 @@ __all__ = [
     "DescribedBatch",
     "check_batch",
     "check_offsets_fit",
+    "check_records",
     "control_marker",
 ]
 
@@ -56,12 +60,33 @@ def control_marker(view: memoryview) -> tuple[bool, int]:
 
 
 def check_batch(view: memoryview) -> BatchHeader:
-    """``validate_batch`` with its failures as the Kafka errors a produce answers."""
+    """``validate_batch`` with its failures as the Kafka errors a produce answers.
+
+    The header-level checks every append makes (a follower's too): length, magic, CRC over the
+    bytes as stored (compressed or not), a codec Kafka has. A codec id 5-7 answers
+    UNSUPPORTED_COMPRESSION_TYPE, anything else CORRUPT_MESSAGE. A compressed batch's records
+    are not decompressed here (:func:`check_records` does, on a leader).
+    """
     try:
         return validate_batch(view)
     except UnsupportedCompressionError as e:
-        # Errors has no UNSUPPORTED_COMPRESSION_TYPE: chunkraft writes uncompressed batches only.
+        raise ApiException(Errors.UNSUPPORTED_COMPRESSION_TYPE, str(e)) from None
+    except CorruptBatchError as e:
         raise ApiException(Errors.CORRUPT_MESSAGE, str(e)) from None
+
+
+def check_records(view: memoryview, max_decompressed: int) -> list[Record]:
+    """The records of a batch :func:`check_batch` passed, after the leader's check of them.
+
+    Kafka's LogValidator for a compressed batch: decompressed (at most ``max_decompressed``
+    bytes, else MESSAGE_TOO_LARGE, which a Java producer answers by splitting the batch), the
+    records must be well-formed, exactly as many as the header counts, with offset deltas
+    increasing within the batch (CORRUPT_MESSAGE otherwise).
+    """
+    try:
+        return checked_records(view, max_decompressed=max_decompressed)
+    except DecompressionLimitError as e:
+        raise ApiException(Errors.MESSAGE_TOO_LARGE, str(e)) from None
     except CorruptBatchError as e:
         raise ApiException(Errors.CORRUPT_MESSAGE, str(e)) from None
 

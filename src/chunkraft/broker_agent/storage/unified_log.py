@@ -15,7 +15,8 @@ everything from the recovery point on is CRC-checked and re-indexed and a torn o
 cut; producer state is replayed from the newest snapshot.
 
 The log is built up in layers, one module each, imported one way: ``log_batches`` (the checks of
-a batch), ``log_state`` (segments, offsets, checkpoints, flushing), ``log_recovery`` (opening),
+a batch), ``log_compression`` (a leader's decompression, check and recompression of a batch),
+``log_state`` (segments, offsets, checkpoints, flushing), ``log_recovery`` (opening),
 ``log_truncation`` (truncation, deletion, retention), ``log_reads`` (reads); this module adds the
 appends, as leader, of markers and as follower.
 
@@ -35,6 +36,7 @@ from chunkraft.broker_agent.storage.log_batches import (
     check_offsets_fit,
     control_marker,
 )
+from chunkraft.broker_agent.storage.log_compression import conform_to_topic
 from chunkraft.broker_agent.storage.log_reads import LogReads
 from chunkraft.broker_agent.storage.log_truncation import LogTruncation
 from chunkraft.broker_agent.storage.txn_index import AbortedTxn
@@ -70,12 +72,15 @@ class UnifiedLog(LogTruncation, LogReads):
     ) -> LogAppendInfo:
         """Validate producer batches, give them offsets from the LEO and append them.
 
-        Each batch must be whole, magic 2, CRC-valid, uncompressed, not a control batch, and
-        no larger than ``max_batch_bytes`` (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
-        RECORD_LIST_TOO_LARGE otherwise). Idempotent producers are checked as Kafka does: a
-        retry of one of the producer's last five batches raises DuplicateSequenceError (nothing
-        is written), a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
-        INVALID_PRODUCER_EPOCH, a non-transactional batch during a transaction INVALID_TXN_STATE.
+        Each batch must be whole, magic 2, CRC-valid, of a codec Kafka has, not a control
+        batch, and no larger than ``max_batch_bytes`` (CORRUPT_MESSAGE,
+        UNSUPPORTED_COMPRESSION_TYPE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
+        otherwise); a compressed batch's records are decompressed and checked, and a batch is
+        stored as sent or recompressed to the log's ``compression`` (``log_compression``).
+        Idempotent producers are checked as Kafka does: a retry of one of the producer's last
+        five batches raises DuplicateSequenceError (nothing is written), a sequence gap
+        OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch INVALID_PRODUCER_EPOCH, a non-transactional
+        batch during a transaction INVALID_TXN_STATE.
         All or nothing: a refusal writes nothing. Base offsets and partition leader epochs are
         rewritten in place, and on a LogAppendTime log the timestamp type and maximum timestamp
         too (``now_ms``, with a new CRC); the epoch cache records ``leader_epoch`` at the first
@@ -95,6 +100,9 @@ class UnifiedLog(LogTruncation, LogReads):
         offset = leo
         staging = self.producers.begin(verify=True)
         described: list[DescribedBatch] = []
+        # The batches as stored: views into ``buf`` unless one was recompressed.
+        stored: list[bytearray | memoryview] = []
+        rebuilt_any = False
         pos = 0
         records = 0
         max_ts = NO_TIMESTAMP
@@ -122,14 +130,28 @@ class UnifiedLog(LogTruncation, LogReads):
                     f"record count {header.record_count} does not match last offset delta "
                     f"{header.last_offset_delta}",
                 )
-            if header.record_count * MIN_RECORD_BYTES > size - BATCH_HEADER_SIZE:
+            if (not header.compression
+                    and header.record_count * MIN_RECORD_BYTES > size - BATCH_HEADER_SIZE):
                 # A header may claim up to 2^31 - 1 records; the records section says how
                 # many it can hold. Without this check, one small batch takes 2^31 offsets.
+                # (A compressed batch's records are counted once decompressed, below.)
                 raise ApiException(
                     Errors.INVALID_RECORD,
                     f"a batch of {size} bytes cannot hold the {header.record_count} records "
                     f"its header claims",
                 )
+            rebuilt = conform_to_topic(batch, header, target=config.compression,
+                                       max_batch_bytes=config.max_batch_bytes)
+            if rebuilt is not None:
+                if len(rebuilt) > config.max_batch_bytes:
+                    raise ApiException(
+                        Errors.MESSAGE_TOO_LARGE,
+                        f"batch of {len(rebuilt)} bytes once recompressed exceeds the maximum "
+                        f"{config.max_batch_bytes}",
+                    )
+                batch = memoryview(rebuilt)
+                header = parse_header(batch)  # its max timestamp is the records' own
+                rebuilt_any = True
             staging.check_duplicate(header)
             last = offset + header.last_offset_delta
             check_offsets_fit(offset, last)
@@ -139,15 +161,23 @@ class UnifiedLog(LogTruncation, LogReads):
             if config.log_append_time:
                 set_log_append_time(batch, now)
                 batch_ts = now
-            described.append((offset, last, batch_ts, size))
+            described.append((offset, last, batch_ts, len(batch)))
+            stored.append(batch)
             records += header.record_count
             max_ts = max(max_ts, batch_ts)
             offset = last + 1
             pos += size
         if not described:
             return LogAppendInfo(leo, leo - 1, NO_TIMESTAMP, -1, 0, 0)
+        data: bytes | bytearray = b"".join(stored) if rebuilt_any else buf
+        total = len(data)
+        if total > config.segment_bytes:  # only a recompression can have grown it
+            raise ApiException(
+                Errors.RECORD_LIST_TOO_LARGE,
+                f"{total} bytes once recompressed exceed the segment size {config.segment_bytes}",
+            )
         self._maybe_roll(leo, offset - 1, total, max_ts)
-        self._segments[-1].append(buf, described)
+        self._segments[-1].append(data, described)
         staging.commit()
         if leader_epoch > self.epoch_cache.latest_epoch:
             # Only a newer epoch starts an entry; an older one must not truncate the cache.

@@ -1,4 +1,5 @@
-"""Building v2 batches: data batches from records and transaction marker (control) batches.
+"""Building v2 batches: data batches from records (compressed or not) and transaction marker
+(control) batches.
 
 Pure functions, safe from any thread; :func:`_assemble` is shared with the rewriting module, which
 rebuilds a batch around records it kept.
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 from crc32c import crc32c
 
+from chunkraft.dataplane.record_batch.compression import compress
 from chunkraft.dataplane.record_batch.layout import (
     _CONTROL_KEY,
     _CONTROL_VALUE,
@@ -18,6 +20,7 @@ from chunkraft.dataplane.record_batch.layout import (
     _PREFIX,
     BATCH_HEADER_SIZE,
     BATCH_OVERHEAD,
+    COMPRESSION_MASK,
     CONTROL_FLAG,
     MAGIC,
     TIMESTAMP_TYPE_FLAG,
@@ -113,7 +116,13 @@ def _assemble(
     base_sequence: int,
     record_count: int,
 ) -> bytes:
-    """Header + records with the CRC computed over attributes .. end."""
+    """Header + records with the CRC computed over attributes .. end.
+
+    ``body`` is the records uncompressed; they are compressed here with the codec of
+    ``attributes`` (bits 0-2), so the CRC covers the compressed bytes, as Kafka's does.
+    """
+    if attributes & COMPRESSION_MASK:
+        body = compress(attributes & COMPRESSION_MASK, body)
     head = _CRC_RANGE_HEAD.pack(
         attributes,
         last_offset_delta,
@@ -140,23 +149,29 @@ def build_batch(
     transactional: bool = False,
     partition_leader_epoch: int = -1,
     log_append_time: bool = False,
+    compression: int = 0,
 ) -> bytes:
-    """One uncompressed v2 batch holding ``records`` at offsets ``base_offset`` + 0, 1, 2 ...
+    """One v2 batch holding ``records`` at offsets ``base_offset`` + 0, 1, 2 ...
 
     Each record is a :class:`ProducerRecord` or a ``(key, value, timestamp_ms)`` tuple. As Kafka's
     ``MemoryRecordsBuilder``, the base timestamp is the first record's and ``maxTimestamp`` the
-    largest. Raises ValueError for an empty ``records`` (Kafka never builds an empty batch) or a
-    transactional batch without a producer id.
+    largest. ``compression`` is the codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd) the records
+    section is compressed with. Raises ValueError for an empty ``records`` (Kafka never builds
+    an empty batch), a transactional batch without a producer id or a codec id outside 0-4.
     """
     if not records:
         raise ValueError("a batch needs at least one record")
     if transactional and producer_id < 0:
         raise ValueError("a transactional batch needs a producer id")
+    if not 0 <= compression <= 4:
+        raise ValueError(f"compression codec {compression} does not exist (Kafka's are 0-4)")
     base_timestamp = records[0][2]
     parts: list[bytes] = []
     max_timestamp = _encode_records(records, base_timestamp, parts)
-    attributes = (TRANSACTIONAL_FLAG if transactional else 0) | (
-        TIMESTAMP_TYPE_FLAG if log_append_time else 0
+    attributes = (
+        (TRANSACTIONAL_FLAG if transactional else 0)
+        | (TIMESTAMP_TYPE_FLAG if log_append_time else 0)
+        | compression
     )
     return _assemble(
         b"".join(parts),

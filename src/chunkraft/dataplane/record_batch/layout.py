@@ -7,8 +7,8 @@ Layout (big-endian), as Kafka's ``DefaultRecordBatch``::
     12 partitionLeaderEpoch  int32   /
     16 magic                 int8    = 2
     17 crc                   uint32  CRC-32C of bytes 21 .. end
-    21 attributes            int16   bits 0-2 compression (0 only), 3 timestamp type,
-                                     4 transactional, 5 control
+    21 attributes            int16   bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4,
+                                     4 zstd), 3 timestamp type, 4 transactional, 5 control
     23 lastOffsetDelta       int32
     27 baseTimestamp         int64
     35 maxTimestamp          int64
@@ -17,6 +17,10 @@ Layout (big-endian), as Kafka's ``DefaultRecordBatch``::
     53 baseSequence          int32
     57 records count         int32
     61 records
+
+A compressed batch keeps this header as is and compresses the records section (byte 61 on) as
+one stream (see the ``compression`` module); offset deltas, counts and the CRC are as in an
+uncompressed one.
 
 Each record: varint length, int8 attributes, varlong timestampDelta, varint offsetDelta,
 varint keyLength (-1: null) + key, varint valueLength (-1: null) + value, varint header count,
@@ -58,6 +62,7 @@ _LENGTH = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch
 _BUFFER = "<record batch>"
+_DECOMPRESSED = "<decompressed records>"  # where errors inside a compressed batch's records are
 
 _INT32_MAX = 2**31 - 1
 _NO_SEQUENCE = -1
@@ -70,10 +75,19 @@ Buffer: TypeAlias = "bytes | bytearray | memoryview"
 
 
 class UnsupportedCompressionError(CorruptBatchError):
-    """A well-formed batch whose compression codec chunkraft does not implement (only none).
+    """A batch whose compression codec id (5-7) names no codec Kafka has.
 
     A subclass of :class:`CorruptBatchError` so a log recovery treats it as unreadable; the produce
     path answers it with ``UNSUPPORTED_COMPRESSION_TYPE`` instead of ``CORRUPT_MESSAGE``.
+    """
+
+
+class DecompressionLimitError(CorruptBatchError):
+    """A compressed batch whose records decompress to more bytes than the reader allows.
+
+    A subclass of :class:`CorruptBatchError` (the batch cannot be read within the limit); the
+    produce path answers it with ``MESSAGE_TOO_LARGE``, which a Java producer answers by
+    splitting the batch.
     """
 
 

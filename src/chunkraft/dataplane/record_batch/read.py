@@ -1,7 +1,8 @@
 """Reading v2 batches: headers, walking a buffer batch by batch, validation and record decoding.
 
 Pure functions, safe from any thread. Errors in the bytes raise :class:`CorruptBatchError` with the
-byte position relative to the buffer passed in.
+byte position relative to the buffer passed in, or, inside a compressed batch's records, relative
+to the decompressed records (the error's path says which).
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ from collections.abc import Iterator
 
 from crc32c import crc32c
 
+from chunkraft.dataplane.record_batch.compression import (
+    MAX_DECOMPRESSED_BYTES,
+    codec_of,
+    decompress,
+)
 from chunkraft.dataplane.record_batch.layout import (
     _BUFFER,
     _CONTROL_KEY,
     _CRC_START,
+    _DECOMPRESSED,
     _HEADER,
     _LENGTH,
     _MIN_BATCH_LENGTH,
@@ -24,17 +31,18 @@ from chunkraft.dataplane.record_batch.layout import (
     Buffer,
     ControlType,
     Record,
-    UnsupportedCompressionError,
     _tuple_new,
 )
 from chunkraft.dataplane.record_batch.varint import _read_varint
 from chunkraft.errors import CorruptBatchError
 
 __all__ = [
+    "checked_records",
     "control_type",
     "decode_records",
     "iter_batches",
     "parse_header",
+    "records_section",
     "valid_prefix_length",
     "validate_batch",
 ]
@@ -78,14 +86,16 @@ def iter_batches(buf: Buffer) -> Iterator[tuple[BatchHeader, memoryview]]:
         pos = next_pos
 
 
-def validate_batch(view: Buffer, *, deep: bool = False) -> BatchHeader:
+def validate_batch(
+    view: Buffer, *, deep: bool = False, max_decompressed: int = MAX_DECOMPRESSED_BYTES
+) -> BatchHeader:
     """Header of the single batch ``view``, after checking it can be trusted.
 
-    Checks: at least a header, ``batchLength`` matches the buffer exactly, magic 2, CRC-32C,
-    a non-negative record count and last offset delta; then compression none (else
-    :class:`UnsupportedCompressionError`). With ``deep``, also decodes the records: exactly
-    ``record_count`` well-formed records filling the batch, offset deltas increasing within
-    ``[0, last_offset_delta]``. Raises CorruptBatchError otherwise. Whether the record count
+    Checks: at least a header, ``batchLength`` matches the buffer exactly, magic 2, CRC-32C
+    (over the bytes as stored, compressed or not), a non-negative record count and last offset
+    delta, and a codec Kafka has (ids 5-7 raise :class:`UnsupportedCompressionError`). With
+    ``deep``, also the records, as :func:`checked_records` (decompressing at most
+    ``max_decompressed`` bytes). Raises CorruptBatchError otherwise. Whether the record count
     matches the offset range (required of a producer's batch, not of a filtered one) is the
     caller's check.
     """
@@ -113,21 +123,57 @@ def validate_batch(view: Buffer, *, deep: bool = False) -> BatchHeader:
             23,
         )
     if header.compression:
-        raise UnsupportedCompressionError(
-            f"compression codec {header.compression} is not supported", _BUFFER, 21
-        )
+        codec_of(header.attributes)
     if deep:
-        previous = -1
-        for record in decode_records(view):
-            delta = record.offset - header.base_offset
-            if delta <= previous or delta > header.last_offset_delta:
-                raise CorruptBatchError(
-                    f"offset delta {delta} out of order or outside the batch",
-                    _BUFFER,
-                    BATCH_HEADER_SIZE,
-                )
-            previous = delta
+        checked_records(view, max_decompressed=max_decompressed)
     return header
+
+
+def checked_records(
+    view: Buffer, *, max_decompressed: int = MAX_DECOMPRESSED_BYTES
+) -> list[Record]:
+    """The records of one batch, after checking they are exactly what its header says.
+
+    Exactly ``record_count`` well-formed records fill the (decompressed) records section, with
+    offset deltas increasing within ``[0, last_offset_delta]``; together with a record count of
+    ``last_offset_delta + 1`` (a producer's batch) that is deltas 0, 1, 2 ... Raises
+    CorruptBatchError otherwise, DecompressionLimitError past ``max_decompressed`` bytes. Does
+    not check the CRC (:func:`validate_batch` does).
+    """
+    header = parse_header(view)
+    records = decode_records(view, max_decompressed=max_decompressed)
+    previous = -1
+    for position, record in enumerate(records):
+        delta = record.offset - header.base_offset
+        if delta <= previous or delta > header.last_offset_delta:
+            raise CorruptBatchError(
+                f"record {position}'s offset delta {delta} is out of order or outside the "
+                f"batch (last offset delta {header.last_offset_delta})",
+                _BUFFER,
+                BATCH_HEADER_SIZE,
+            )
+        previous = delta
+    return records
+
+
+def records_section(
+    view: Buffer, *, max_decompressed: int = MAX_DECOMPRESSED_BYTES
+) -> tuple[bytes, int, str]:
+    """``(data, start, name)``: the batch's records begin at ``data[start]`` and fill the rest.
+
+    For an uncompressed batch, the batch's own bytes from byte 61; for a compressed one, the
+    decompressed records from 0 (at most ``max_decompressed`` bytes, else
+    DecompressionLimitError), named so that errors say where they are. A compressed batch
+    with no records and no records section (how Kafka writes an emptied batch) has none.
+    """
+    data = bytes(view)
+    header = parse_header(data)
+    if not header.compression:
+        return data, BATCH_HEADER_SIZE, _BUFFER
+    compressed = memoryview(data)[BATCH_HEADER_SIZE:]
+    if header.record_count == 0 and not compressed:
+        return b"", 0, _DECOMPRESSED
+    return decompress(header.compression, compressed, max_decompressed), 0, _DECOMPRESSED
 
 
 def _read_headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
@@ -153,19 +199,24 @@ def _read_headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None]
     return tuple(decoded), pos
 
 
-def decode_records(view: Buffer) -> list[Record]:
-    """The records of one uncompressed batch, with absolute offsets and timestamps.
+def decode_records(
+    view: Buffer, *, max_decompressed: int = MAX_DECOMPRESSED_BYTES
+) -> list[Record]:
+    """The records of one batch, compressed or not, with absolute offsets and timestamps.
 
     Does not check the CRC (call :func:`validate_batch` first for untrusted bytes). Timestamps
-    of a LogAppendTime batch are its ``maxTimestamp``, as Kafka reports them. Raises
-    CorruptBatchError for malformed records and UnsupportedCompressionError for compressed ones.
+    of a LogAppendTime batch are its ``maxTimestamp``, as Kafka reports them. A compressed
+    batch is decompressed first (at most ``max_decompressed`` bytes). Raises CorruptBatchError
+    for malformed records or compressed bytes, UnsupportedCompressionError for codec ids 5-7
+    and DecompressionLimitError past the limit.
     """
-    data = bytes(view)
-    header = parse_header(data)
-    if header.compression:
-        raise UnsupportedCompressionError(
-            f"compression codec {header.compression} is not supported", _BUFFER, 21
-        )
+    header = parse_header(view)
+    data, pos, where = records_section(view, max_decompressed=max_decompressed)
+    return _decode(data, pos, header, where)
+
+
+def _decode(data: bytes, pos: int, header: BatchHeader, where: str) -> list[Record]:
+    """The ``header.record_count`` records from ``data[pos]``, which they must fill exactly."""
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     append_time = header.max_timestamp if header.is_log_append_time else None
@@ -173,7 +224,6 @@ def decode_records(view: Buffer) -> list[Record]:
     append = out.append
     read = _read_varint
     new = _tuple_new
-    pos = BATCH_HEADER_SIZE
     end = len(data)
     # The one-byte varint case is inlined for the small fields: a call per field would cost
     # more than the rest of the record's decoding.
@@ -195,7 +245,7 @@ def decode_records(view: Buffer) -> list[Record]:
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise CorruptBatchError(
-                    f"record length {length} overruns the batch", _BUFFER, start
+                    f"record length {length} overruns the batch", where, start
                 )
             pos += 1  # the attributes byte, unused
             b = data[pos]
@@ -247,7 +297,7 @@ def decode_records(view: Buffer) -> list[Record]:
             else:
                 headers, pos = _read_headers(data, pos)
             if pos != record_end:
-                raise CorruptBatchError("record fields do not fill its length", _BUFFER, start)
+                raise CorruptBatchError("record fields do not fill its length", where, start)
             append(
                 new(
                     Record,
@@ -263,10 +313,10 @@ def decode_records(view: Buffer) -> list[Record]:
                 )
             )
     except (IndexError, ValueError, UnicodeDecodeError) as e:
-        raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
+        raise CorruptBatchError(f"malformed record: {e}", where, pos) from None
     if pos != end:
         raise CorruptBatchError(
-            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
+            f"{end - pos} bytes after the {header.record_count} records", where, pos
         )
     return out
 

@@ -1,5 +1,6 @@
 """Rewriting v2 batches: a leader's in-place base offset, epoch and append time, key-range
-filtering, emptying.
+filtering, emptying. A compressed batch is filtered in its records decompressed, and what is kept
+compressed again with the same codec.
 
 Pure functions (``rewrite_base`` and ``set_log_append_time`` write only into the buffer they are
 given), safe from any thread.
@@ -18,14 +19,13 @@ from chunkraft.dataplane.record_batch.layout import (
     _BUFFER,
     _CRC_START,
     _EPOCH,
-    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
     MAX_OFFSET,
     TIMESTAMP_TYPE_FLAG,
     BatchHeader,
     Buffer,
-    UnsupportedCompressionError,
 )
-from chunkraft.dataplane.record_batch.read import parse_header
+from chunkraft.dataplane.record_batch.read import parse_header, records_section
 from chunkraft.dataplane.record_batch.varint import _read_varint
 from chunkraft.errors import CorruptBatchError
 
@@ -76,21 +76,17 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
 
     A null key hashes as 0. Kept records keep their offsets and timestamps (their bytes are
     copied unchanged, base offset, base and max timestamp and ``lastOffsetDelta`` stay, so the
-    batch still ends at the same offset), the record count and CRC are recomputed. A control
-    batch is returned whole. Returns None when no record is left, the original bytes when all
-    are kept. Does not check the CRC of the input.
+    batch still ends at the same offset), the record count and CRC are recomputed; a compressed
+    batch's kept records are compressed again with its codec. A control batch is returned
+    whole. Returns None when no record is left, the original bytes when all are kept. Does not
+    check the CRC of the input.
     """
-    data = bytes(view)
-    header = parse_header(data)
+    header = parse_header(view)
     if header.is_control:
-        return data
-    if header.compression:
-        raise UnsupportedCompressionError(
-            f"compression codec {header.compression} is not supported", _BUFFER, 21
-        )
+        return bytes(view)
+    data, pos, where = records_section(view)
     kept: list[bytes] = []
     read = _read_varint
-    pos = BATCH_HEADER_SIZE
     end = len(data)
     try:
         for _ in range(header.record_count):
@@ -99,7 +95,7 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise CorruptBatchError(
-                    f"record length {length} overruns the batch", _BUFFER, start
+                    f"record length {length} overruns the batch", where, start
                 )
             _ts, p = read(data, pos + 1)
             _od, p = read(data, p)
@@ -114,15 +110,15 @@ def filter_by_key_hash(view: Buffer, lo: int, hi: int) -> bytes | None:
                 kept.append(data[start:record_end])
             pos = record_end
     except (IndexError, ValueError) as e:
-        raise CorruptBatchError(f"malformed record: {e}", _BUFFER, pos) from None
+        raise CorruptBatchError(f"malformed record: {e}", where, pos) from None
     if pos != end:
         raise CorruptBatchError(
-            f"{end - pos} bytes after the {header.record_count} records", _BUFFER, pos
+            f"{end - pos} bytes after the {header.record_count} records", where, pos
         )
     if not kept:
         return None
     if len(kept) == header.record_count:
-        return data
+        return bytes(view)
     return _with_records(header, b"".join(kept), len(kept))
 
 
@@ -132,14 +128,16 @@ def without_records(view: Buffer) -> bytes:
 
     A key-range fetch answers a batch none of whose records matched this way, as Kafka keeps an
     emptied batch after compaction: a reader moves past ``last_offset`` instead of fetching the
-    same offsets again."""
+    same offsets again. The emptied batch is uncompressed whatever the original's codec, as
+    Kafka writes an emptied batch's header (a consumer has no records section to decompress)."""
     header = parse_header(view)
-    return _with_records(header, b"", 0)
+    return _with_records(header._replace(attributes=header.attributes & ~COMPRESSION_MASK),
+                         b"", 0)
 
 
 def _with_records(header: BatchHeader, records: bytes, count: int) -> bytes:
-    """A batch with ``header``'s fields (offsets, epochs, producer, timestamps) around other
-    records: ``count`` of them, encoded in ``records``; a new CRC."""
+    """A batch with ``header``'s fields (offsets, epochs, producer, timestamps, codec) around
+    other records: ``count`` of them, encoded uncompressed in ``records``; a new CRC."""
     return _assemble(
         records,
         base_offset=header.base_offset,

@@ -16,6 +16,10 @@ broker that serves its offset with ``preferred_read_replica`` (KIP-392), once pe
 connection (``fetch_redirects``: a client that comes back for the same offset ignores the
 field); one of an older version, or one that came back, is answered by the leader with the
 records it reads from a holder (``broker_agent/read_replica.py``, ``fetch_path``).
+
+As Kafka's brokers do, a fetch below version 10 of a topic whose ``compression.type`` is zstd
+answers UNSUPPORTED_COMPRESSION_TYPE for its partitions: a client that old cannot read zstd
+(KIP-110). Batches are otherwise returned as stored, in whatever codec they are.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ FETCH_KEY = 1
 PREFERRED_READ_REPLICA_VERSION = 11
 """The first Fetch version whose answer has ``preferred_read_replica`` (KIP-392)."""
 MAX_WAIT_MS = 30_000
+ZSTD_MIN_VERSION = 10
+"""The first Fetch version whose client reads zstd batches (KIP-110)."""
 _INT32_MAX = 2**31 - 1
 
 
@@ -106,11 +112,15 @@ async def fetch_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any]:
         allowed = allowed_topics(authorizer, image, principal, AclOperation.READ,
                                  (topic["topic"] for topic in topics))
     kept: list[tuple[int, FetchTopic]] = []
+    configs = runtime.replica_manager.configs
     for position, topic in enumerate(topics):
-        if topic["topic"] in allowed:
-            kept.append((position, _wanted(topic)))
-        else:
+        if topic["topic"] not in allowed:
             answers[position] = _refused_topic(topic, Errors.TOPIC_AUTHORIZATION_FAILED)
+        elif (request.version < ZSTD_MIN_VERSION
+                and configs.topic(topic["topic"]).compression_type == "zstd"):
+            answers[position] = _refused_topic(topic, Errors.UNSUPPORTED_COMPRESSION_TYPE)
+        else:
+            kept.append((position, _wanted(topic)))
     if kept:
         wanted = tuple(topic for _, topic in kept)
         redirects = redirects_of(request.session.extras)

@@ -4,7 +4,9 @@ What differs from the HTTP route is only what a stock producer sends: no partiti
 Kafka producer does not know KIP-253's in-order rule, so the broker checks the count it
 knows, which is always equal), acks 0 (no answer at all, as Kafka brokers do) and timeouts
 beyond what the HTTP surface accepts (clamped to its 5 minutes). Records stay the bytes the
-client sent; the log validates each v2 batch (CRC, sequence, size) exactly as over HTTP.
+client sent; the log validates each v2 batch (CRC, sequence, size, compression) exactly as over
+HTTP. As Kafka's ProduceRequest, a version below 7 may not carry zstd batches (KIP-110): such a
+partition answers UNSUPPORTED_COMPRESSION_TYPE and is not appended.
 Authorization: WRITE on each topic, WRITE on the transactional id when one is sent.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from chunkraft.broker_agent.server.access import allowed_topics, transactional_id_allowed
+from chunkraft.dataplane.record_batch import Codec, CorruptBatchError, iter_batches
 from chunkraft.error_codes import Errors
 from chunkraft.kafka.server.requests import KafkaRequest
 from chunkraft.protocol.acls import AclOperation
@@ -28,6 +31,17 @@ __all__ = ["MAX_TIMEOUT_MS", "PRODUCE_KEY", "produce_answer"]
 PRODUCE_KEY = 0
 MAX_TIMEOUT_MS = 300_000
 """The longest acks=all wait the ReplicaManager takes (the HTTP surface's bound)."""
+ZSTD_MIN_VERSION = 7
+"""The first Produce version that may carry zstd batches (KIP-110)."""
+
+
+def _has_zstd(records: bytes | None) -> bool:
+    """Whether any whole batch of ``records`` is zstd-compressed (headers only are read; a
+    malformed tail is the log's to refuse)."""
+    try:
+        return any(header.compression == Codec.ZSTD for header, _ in iter_batches(records or b""))
+    except CorruptBatchError:
+        return False
 
 
 def _partition_answer(result: ProducePartitionResponse) -> dict[str, Any]:
@@ -70,6 +84,8 @@ async def produce_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any] 
     allowed = allowed_topics(authorizer, image, principal, AclOperation.WRITE,
                              (topic["name"] for topic in topics))
     kept: list[tuple[int, ProduceTopicData]] = []
+    # Partitions answered without an append, by (topic position, partition position).
+    early: dict[tuple[int, int], dict[str, Any]] = {}
     for position, topic in enumerate(topics):
         name = topic["name"]
         if name not in allowed:
@@ -77,21 +93,37 @@ async def produce_answer(runtime: Any, request: KafkaRequest) -> dict[str, Any] 
                 topic, Errors.TOPIC_AUTHORIZATION_FAILED,
                 f"Principal {principal.name} is not authorized to WRITE topic {name!r}.")
             continue
+        partitions = topic["partition_data"]
+        if request.version < ZSTD_MIN_VERSION:
+            message = (f"Produce requests with version {request.version} are not allowed to "
+                       f"use ZStandard compression")
+            for index, p in enumerate(partitions):
+                if _has_zstd(p["records"]):
+                    early[(position, index)] = _refused(
+                        {"name": name, "partition_data": [p]},
+                        Errors.UNSUPPORTED_COMPRESSION_TYPE, message)["partition_responses"][0]
+        appended = [p for index, p in enumerate(partitions) if (position, index) not in early]
+        if not appended:
+            answers[position] = {"name": name, "partition_responses": [
+                early[(position, index)] for index in range(len(partitions))]}
+            continue
         known = image.topics.get_by_name(name)
         # model_construct: the records are the client's bytes, validated by the log itself.
         kept.append((position, ProduceTopicData.model_construct(
             name=name, partition_count=len(known.partitions) if known is not None else 1,
             partitions=tuple(ProducePartitionData.model_construct(
-                index=p["index"], records=p["records"] or b"")
-                for p in topic["partition_data"]))))
+                index=p["index"], records=p["records"] or b"") for p in appended))))
     if kept:
         timeout_ms = min(max(body["timeout_ms"], 0), MAX_TIMEOUT_MS)
         response = await runtime.replica_manager.produce(ProduceRequest.model_construct(
             transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
             topics=tuple(topic for _, topic in kept)))
         for (position, _), answered in zip(kept, response.topics, strict=True):
+            results = iter(answered.partitions)
             answers[position] = {"name": answered.name, "partition_responses": [
-                _partition_answer(result) for result in answered.partitions]}
+                early[(position, index)] if (position, index) in early
+                else _partition_answer(next(results))
+                for index in range(len(topics[position]["partition_data"]))]}
     return None if acks == 0 else _response(topics, answers)
 
 

@@ -304,7 +304,8 @@ def test_describe_shows_only_the_resources_own_keys_unless_all_is_asked() -> Non
     by_name = {e.name: e for e in everything.configs}
     assert sorted(by_name) == sorted(["retention.ms", "retention.bytes", "segment.bytes",
                                       "segment.ms", "min.insync.replicas", "max.message.bytes",
-                                      "cleanup.policy", "message.timestamp.type"])
+                                      "cleanup.policy", "message.timestamp.type",
+                                      "compression.type"])
     inherited = by_name["retention.bytes"]
     assert (inherited.value, inherited.config_source) == (
         "100", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)

@@ -32,6 +32,34 @@ SARAMA_UNCOMPRESSED = bytes([
     40, 0, 10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12,  # the record
 ])
 # fmt: on
+# Sarama's "gzipped record", "snappy compressed record" (one raw block, as librdkafka writes)
+# and "lz4 compressed record" cases: the same record as SARAMA_UNCOMPRESSED, compressed; only
+# the batch length, CRC, attributes and records section differ.
+_SARAMA_HEAD = bytes([  # the header after the attributes
+    0, 0, 0, 0,  # last offset delta
+    0, 0, 1, 88, 141, 205, 89, 56,  # base timestamp
+    0, 0, 0, 0, 0, 0, 0, 0,  # max timestamp
+    0, 0, 0, 0, 0, 0, 0, 0,  # producer id
+    0, 0, 0, 0, 0, 0,  # producer epoch, base sequence
+    0, 0, 0, 1,  # record count
+])
+
+
+def _sarama(length: int, crc: tuple[int, ...], codec: int, records: list[int]) -> bytes:
+    prefix = bytes(8) + bytes([0, 0, 0, length]) + bytes(4) + bytes([2, *crc, 0, codec])
+    return prefix + _SARAMA_HEAD + bytes(records)
+
+
+SARAMA_COMPRESSED = {
+    1: _sarama(95, (231, 74, 206, 165), 1, [
+        31, 139, 8, 0, 0, 9, 110, 136, 0, 255, 0, 21, 0, 234, 255, 40, 0, 10, 0, 8, 1, 2,
+        3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12, 3, 0, 173, 201, 88, 103, 21, 0, 0, 0]),
+    2: _sarama(72, (21, 0, 159, 97), 2, [
+        21, 80, 40, 0, 10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12]),
+    3: _sarama(89, (169, 74, 119, 197), 3, [
+        4, 34, 77, 24, 100, 112, 185, 21, 0, 0, 128, 40, 0, 10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2,
+        6, 8, 9, 10, 4, 11, 12, 0, 0, 0, 0, 12, 59, 239, 146]),
+}
 # Sarama's "empty record" and "control batch" cases: header-only batches.
 SARAMA_EMPTY = bytes(8) + bytes([0, 0, 0, 49]) + bytes(4) + bytes([2, 89, 95, 183, 221]) + bytes(40)
 SARAMA_EMPTY_CONTROL = (

@@ -11,13 +11,16 @@ from chunkraft.dataplane.record_batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     CorruptBatchError,
+    DecompressionLimitError,
     Record,
     UnsupportedCompressionError,
     build_batch,
+    compress,
     decode_records,
     filter_by_key_hash,
     iter_batches,
     parse_header,
+    records_section,
     valid_prefix_length,
     validate_batch,
 )
@@ -84,14 +87,29 @@ def test_validate_rejects() -> None:
     assert isinstance(info.value, LogFileError) and info.value.position == 17
 
 
-def test_compressed_batch_is_unsupported() -> None:
-    data = with_field(small_batch(), 21, ">h", 1)  # gzip
+def test_a_codec_id_kafka_does_not_have_is_unsupported() -> None:
+    for codec in (5, 6, 7):
+        data = with_field(small_batch(), 21, ">h", codec)
+        struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+        with pytest.raises(UnsupportedCompressionError) as info:
+            validate_batch(data)
+        assert info.value.position == 21
+        with pytest.raises(UnsupportedCompressionError):
+            decode_records(data)
+        assert parse_header(data).compression == codec
+        assert valid_prefix_length(data) == 0  # a log recovery cuts it
+
+
+def test_a_batch_marked_compressed_whose_records_are_not_is_corrupt_when_read() -> None:
+    data = with_field(small_batch(), 21, ">h", 1)  # gzip, but the records are plain
     struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
-    with pytest.raises(UnsupportedCompressionError):
-        validate_batch(data)
-    with pytest.raises(UnsupportedCompressionError):
+    header = validate_batch(data)  # the header and CRC are fine: only the records are wrong
+    assert header.compression == 1
+    with pytest.raises(CorruptBatchError, match="gzip records do not decompress") as info:
+        validate_batch(data, deep=True)
+    assert not isinstance(info.value, UnsupportedCompressionError)
+    with pytest.raises(CorruptBatchError):
         decode_records(data)
-    assert parse_header(data).compression == 1
 
 
 def test_deep_validation_walks_records() -> None:
@@ -215,3 +233,37 @@ def test_trailing_bytes_after_the_records_are_corrupt() -> None:
         decode_records(data)
     with pytest.raises(CorruptBatchError, match="after the 2 records"):
         filter_by_key_hash(data, 0, 0)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_a_compressed_batch_decodes_to_the_records_it_was_built_from(codec: int) -> None:
+    records = [(b"k%d" % i, b"v" * i, 1_000 + i) for i in range(300)]
+    plain = build_batch(records, base_offset=9, log_append_time=True)
+    packed = build_batch(records, base_offset=9, log_append_time=True, compression=codec)
+    assert len(packed) < len(plain)
+    header = validate_batch(packed, deep=True)
+    assert (header.compression, header.record_count) == (codec, 300)
+    assert decode_records(packed) == decode_records(plain)
+    data, start, name = records_section(packed)
+    assert (data[start:], name) == (plain[BATCH_HEADER_SIZE:], "<decompressed records>")
+
+
+def test_a_compressed_batchs_errors_are_placed_in_its_decompressed_records() -> None:
+    body = b"".join(bytes(build_batch([(b"k", b"v", 1)]))[BATCH_HEADER_SIZE:] for _ in range(2))
+    header = bytearray(build_batch([(b"k", b"v", 1)], compression=1)[:BATCH_HEADER_SIZE])
+    packed = bytearray(header + compress(1, body))  # two records, the header claims one
+    struct.pack_into(">i", packed, 8, len(packed) - 12)
+    packed = recrc(packed)
+    with pytest.raises(CorruptBatchError, match="bytes after the 1 records") as info:
+        validate_batch(packed, deep=True)
+    assert info.value.path == "<decompressed records>"
+
+
+def test_the_decompression_limit_applies_to_reads_and_deep_validation() -> None:
+    packed = build_batch([(b"k", bytes(10_000), 1)], compression=4)
+    assert len(decode_records(packed, max_decompressed=20_000)) == 1
+    with pytest.raises(DecompressionLimitError):
+        decode_records(packed, max_decompressed=5_000)
+    with pytest.raises(DecompressionLimitError):
+        validate_batch(packed, deep=True, max_decompressed=5_000)
+    validate_batch(packed, max_decompressed=5_000)  # the header alone decompresses nothing

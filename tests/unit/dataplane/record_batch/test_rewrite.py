@@ -101,3 +101,35 @@ def test_a_batch_without_records_keeps_its_offsets_and_is_valid() -> None:
             header.partition_leader_epoch) == (7, 1, 3, 2)
     assert header.max_timestamp == before.max_timestamp
     assert decode_records(emptied) == []
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_a_compressed_batch_is_filtered_in_its_records_and_stays_compressed(codec: int) -> None:
+    records = [(b"key-%d" % i, b"value-%d" % i, 1_000 + i) for i in range(40)]
+    data = build_batch(records, base_offset=500, producer_id=7, producer_epoch=1,
+                       base_sequence=3, compression=codec)
+    hashes = sorted(positive_hash(key) for key, _, _ in records)
+    lo, hi = hashes[10], hashes[29]
+    filtered = filter_by_key_hash(data, lo, hi)
+    assert filtered is not None
+    header = validate_batch(filtered, deep=True)
+    assert header.compression == codec
+    original = parse_header(data)
+    assert (header.base_offset, header.last_offset_delta, header.producer_id,
+            header.base_sequence, header.max_timestamp) == (
+        original.base_offset, original.last_offset_delta, original.producer_id,
+        original.base_sequence, original.max_timestamp)
+    kept = decode_records(filtered)
+    assert len(kept) == header.record_count == 20
+    assert [r for r in decode_records(data) if lo <= positive_hash(r.key or b"") <= hi] == kept
+    assert filter_by_key_hash(data, 0, 2**31 - 1) == data
+    assert filter_by_key_hash(data, hashes[-1] + 1, 2**31 - 1) is None
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_an_emptied_compressed_batch_is_written_uncompressed(codec: int) -> None:
+    data = build_batch([(b"k", b"v", 5), (b"k", b"w", 6)], compression=codec)
+    empty = without_records(data)
+    header = validate_batch(empty, deep=True)
+    assert (header.compression, header.record_count, header.last_offset_delta) == (0, 0, 1)
+    assert len(empty) == BATCH_HEADER_SIZE and decode_records(empty) == []
