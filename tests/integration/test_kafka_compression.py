@@ -29,7 +29,8 @@ from crc32c import crc32c
 
 from chunkraft.dataplane.record_batch import Codec, build_batch, iter_batches
 from chunkraft.deploy.local_cluster import LocalCluster
-from tests.integration.test_kafka_data_plane import (
+from tests.support.brokers import broker_cluster, wait_until
+from tests.support.kafka_stock import (
     PARTITIONS,
     Read,
     assert_all_in_order,
@@ -42,7 +43,6 @@ from tests.integration.test_kafka_data_plane import (
     produce_confluent,
     python_settings,
 )
-from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_wire import KafkaWire
 
 RECORDS = 200
@@ -183,7 +183,8 @@ def fetch_request(topic: str, partitions: int, version: int) -> dict[str, Any]:
 def stored_codecs(cluster: LocalCluster, topic: str, partitions: int = PARTITIONS
                   ) -> dict[int, int]:
     """How many batches of each codec the topic's logs hold, read with a raw Fetch from each
-    partition's leader (the broker answering NOT_LEADER_OR_FOLLOWER is skipped)."""
+    partition's leader (a broker answering NOT_LEADER_OR_FOLLOWER, or sending the client to
+    another broker with a preferred read replica, is skipped)."""
     found: dict[int, int] = defaultdict(int)
     served: set[int] = set()
     for address in cluster.kafka_bootstrap_servers.split(","):
@@ -192,7 +193,9 @@ def stored_codecs(cluster: LocalCluster, topic: str, partitions: int = PARTITION
             assert connection.sasl_plain("admin", cluster.admin_token)["error_code"] == 0
             answer = connection.call(FETCH, 12, fetch_request(topic, partitions, 12))
         for part in answer["responses"][0]["partitions"]:
-            if part["error_code"] == 0 and part["partition_index"] not in served:
+            redirected = part.get("preferred_read_replica", -1) >= 0
+            if (part["error_code"] == 0 and not redirected
+                    and part["partition_index"] not in served):
                 served.add(part["partition_index"])
                 for header, _ in iter_batches(part["records"] or b""):
                     found[header.compression] += 1

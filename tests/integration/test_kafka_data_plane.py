@@ -15,11 +15,7 @@ Every wait is bounded.
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 import time
-import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +25,11 @@ from chunkraft.deploy.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_stock import (
     PARTITIONS,
+    assert_all_in_order,
+    consume_aiokafka,
+    consume_confluent,
+    consume_kafka_python,
+    consume_kcat,
     create_topic,
     keyed,
     librdkafka_settings,
@@ -48,107 +49,6 @@ FETCH = 1
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with broker_cluster(tmp_path_factory.mktemp("kafka-data")) as running:
         yield running
-
-
-# ------------------------------------------------------------------ consumers
-# Each returns partition -> [(offset, key, value)] read from the beginning to the end.
-
-
-Read = dict[int, list[tuple[int, bytes, bytes]]]
-
-
-def consume_kcat(cluster: LocalCluster, topic: str) -> Read:
-    command = ["kcat", "-b", cluster.kafka_bootstrap_servers, "-C", "-t", topic, "-o",
-               "beginning", "-e", "-q", "-f", "%p\t%o\t%k\t%s\n"]
-    for key, value in cluster.kafka_client_settings().items():
-        command += ["-X", f"{key}={value}"]
-    done = subprocess.run(command, capture_output=True, timeout=120, check=True)
-    read: Read = defaultdict(list)
-    for line in done.stdout.decode().splitlines():
-        partition, offset, key, value = line.split("\t")
-        read[int(partition)].append((int(offset), key.encode(), value.encode()))
-    return read
-
-
-def consume_kafka_python(cluster: LocalCluster, topic: str, expected: int) -> Read:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(**python_settings(cluster), auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=5_000)
-    read: Read = defaultdict(list)
-    try:
-        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        deadline = time.monotonic() + 120
-        while sum(map(len, read.values())) < expected and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=1_000).values():
-                for record in batch:
-                    read[record.partition].append((record.offset, record.key, record.value))
-    finally:
-        consumer.close()
-    return read
-
-
-def consume_confluent(cluster: LocalCluster, topic: str, expected: int) -> Read:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**librdkafka_settings(cluster),
-                         "group.id": f"unused-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    read: Read = defaultdict(list)
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        deadline = time.monotonic() + 120
-        while sum(map(len, read.values())) < expected and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            assert message.error() is None, message.error()
-            partition, offset = message.partition(), message.offset()
-            assert partition is not None and offset is not None
-            read[partition].append((offset, message.key() or b"", message.value() or b""))
-    finally:
-        consumer.close()
-    return read
-
-
-def consume_aiokafka(cluster: LocalCluster, topic: str, expected: int) -> Read:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    read: Read = defaultdict(list)
-
-    async def run() -> None:
-        consumer = AIOKafkaConsumer(**python_settings(cluster), auto_offset_reset="earliest",
-                                    enable_auto_commit=False)
-        await consumer.start()
-        try:
-            consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-            while sum(map(len, read.values())) < expected:
-                for batch in (await consumer.getmany(timeout_ms=1_000)).values():
-                    for record in batch:
-                        read[record.partition].append((record.offset, record.key,
-                                                       record.value))
-        finally:
-            await consumer.stop()
-
-    asyncio.run(asyncio.wait_for(run(), 120))
-    return read
-
-
-def assert_all_in_order(read: Read, sent: list[tuple[bytes, bytes]], who: str) -> None:
-    """Every sent record read once; offsets contiguous from 0 per partition; per key, the
-    values in the order they were sent."""
-    total = sum(map(len, read.values()))
-    assert total == len(sent), f"{who}: read {total} records, {len(sent)} were sent"
-    by_key: dict[bytes, list[bytes]] = defaultdict(list)
-    for partition, records in read.items():
-        offsets = [offset for offset, _, _ in records]
-        assert offsets == list(range(len(records))), f"{who}: partition {partition} offsets"
-        for _, key, value in records:
-            by_key[key].append(value)
-    expected: dict[bytes, list[bytes]] = defaultdict(list)
-    for key, value in sent:
-        expected[key].append(value)
-    assert by_key == expected, f"{who}: per-key order differs"
 
 
 # ------------------------------------------------------------------ tests
