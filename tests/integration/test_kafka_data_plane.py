@@ -96,6 +96,32 @@ def test_list_offsets_answers_earliest_and_latest(cluster: LocalCluster) -> None
     assert sum(latest.values()) == len(sent)
 
 
+def test_list_offsets_7_answers_the_record_with_the_largest_timestamp(
+        cluster: LocalCluster) -> None:
+    """confluent-kafka's AdminClient.list_offsets (ListOffsets v7): earliest, latest and max
+    timestamp (KIP-734), with records whose timestamps the producer set out of order."""
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    topic = "data-max-timestamp"
+    create_topic(cluster, topic, partitions=1)
+    stamps = [1_000_000 + 10 * i for i in range(50)]
+    stamps[17] = 9_000_000  # the largest, early in the log
+    stamps[40] = 9_000_000  # equal, later: the first one is the answer
+    producer = Producer({**librdkafka_settings(cluster), "acks": "all", "linger.ms": 5})
+    for i, stamp in enumerate(stamps):
+        producer.produce(topic, value=f"m{i}".encode(), timestamp=stamp)
+    assert producer.flush(60) == 0
+    admin = AdminClient(librdkafka_settings(cluster))
+    partition = TopicPartition(topic, 0)
+    answers = {}
+    for name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                       ("max", OffsetSpec.max_timestamp())):
+        answers[name] = admin.list_offsets({partition: spec})[partition].result(30)
+    assert (answers["earliest"].offset, answers["latest"].offset) == (0, len(stamps))
+    assert (answers["max"].offset, answers["max"].timestamp) == (17, 9_000_000)
+
+
 def test_acks_0_gets_no_answer_and_the_records_still_land(cluster: LocalCluster) -> None:
     topic = "data-acks0"
     create_topic(cluster, topic)

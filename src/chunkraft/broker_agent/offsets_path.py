@@ -19,6 +19,7 @@ from chunkraft.error_codes import Errors
 from chunkraft.protocol.data_plane import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
     ListOffsetsPartition,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -86,7 +87,11 @@ def _list_offset(rm: ReplicaHost, isolation_level: int, name: str,
         offset = log_.last_stable_offset if isolation_level == 1 else log_.high_watermark
         return ListOffsetsPartitionResponse(partition_index=index, offset=offset,
                                             leader_epoch=epoch)
-    found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index), want.timestamp)
+    if want.timestamp == MAX_TIMESTAMP:
+        found = _max_timestamp(rm, partition, image_topic.chunks_of(index))
+    else:
+        found = _offset_for_timestamp(rm, partition, image_topic.chunks_of(index),
+                                      want.timestamp)
     if found is None:
         return ListOffsetsPartitionResponse(partition_index=index)
     return ListOffsetsPartitionResponse(partition_index=index, offset=found[0],
@@ -111,6 +116,25 @@ def _offset_for_timestamp(rm: ReplicaHost, partition: Partition,
         if found is not None and found[0] < partition.log.high_watermark:
             return found
     return None
+
+
+def _max_timestamp(rm: ReplicaHost, partition: Partition, chunks: tuple[ChunkRecord, ...]
+                   ) -> tuple[int, int] | None:
+    """The record with the largest timestamp that the active chunk's leader can read: in the
+    inactive chunks whose ISR it is in and its active log below the high watermark (the first
+    of equal timestamps). Chunks held only by other brokers are not asked: their records are
+    older than the cut that sealed them, unless a producer set future timestamps."""
+    candidates = []
+    for chunk in chunks:
+        if rm.node_id in chunk.isr and chunk is not chunks[-1]:
+            found = partition.log_for(chunk.start_offset).max_timestamp_record(
+                chunk.stop_offset + 1)
+            if found is not None and found[0] >= chunk.start_offset:
+                candidates.append(found)
+    found = partition.log.max_timestamp_record(partition.log.high_watermark)
+    if found is not None:
+        candidates.append(found)
+    return max(candidates, key=lambda c: (c[1], -c[0]), default=None)
 
 
 def offsets_for_leader_epoch(rm: ReplicaHost, request: OffsetForLeaderEpochRequest

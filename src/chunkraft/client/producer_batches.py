@@ -226,5 +226,7 @@ class ProducerBatch:
         self.finished = True
         self.event.set()
         for record in self.records:
-            if record._callbacks is not None:
-                record.run_callbacks()
+            # Always under the callbacks' lock: a callback added while this batch finishes
+            # is then either seen here or, added after ``finished``, run by the caller at once
+            # (an unlocked look at ``_callbacks`` could miss one added in between).
+            record.run_callbacks()

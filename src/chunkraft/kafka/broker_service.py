@@ -147,7 +147,7 @@ def group_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
 
 
 def data_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
-    """Produce 3-11, Fetch 4-12, ListOffsets 1-6 and OffsetForLeaderEpoch 2-4 over the broker's
+    """Produce 3-11, Fetch 4-12, ListOffsets 1-7 and OffsetForLeaderEpoch 2-4 over the broker's
     ReplicaManager (:mod:`chunkraft.kafka.data`); they must run on the broker's main loop.
     Produce stops at 11: v12 is KIP-890's second part, which the transaction coordinator does
     not speak."""
@@ -165,7 +165,7 @@ def data_handlers(runtime: BrokerRuntime) -> list[ApiHandler]:
         return await offset_for_leader_epoch_answer(runtime, request)
 
     return [ApiHandler(PRODUCE_KEY, 3, 11, produce), ApiHandler(FETCH_KEY, 4, 12, fetch),
-            ApiHandler(LIST_OFFSETS_KEY, 1, 6, list_offsets),
+            ApiHandler(LIST_OFFSETS_KEY, 1, 7, list_offsets),
             ApiHandler(OFFSET_FOR_LEADER_EPOCH_KEY, 2, 4, offset_for_leader_epoch)]
 
 

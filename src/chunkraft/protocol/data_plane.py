@@ -71,6 +71,8 @@ KEY_HASH_MAX = 2**31 - 1
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+"""ListOffsets' "the record with the largest timestamp" (KIP-734)."""
 
 PartitionIndex = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
 IsolationLevel = Annotated[int, Strict(), Field(ge=0, le=1,
@@ -220,7 +222,8 @@ class FetchResponse(Message):
 
 
 class ListOffsetsPartition(Message):
-    """``timestamp``: -2 earliest, -1 latest, else the first offset with a timestamp >= it."""
+    """``timestamp``: -2 earliest, -1 latest, -3 the record with the largest timestamp, else
+    the first offset with a timestamp >= it."""
 
     partition_index: PartitionIndex
     timestamp: Int64

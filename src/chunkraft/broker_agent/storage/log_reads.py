@@ -106,3 +106,25 @@ class LogReads(LogState):
                     if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
                         return record.offset, record.timestamp
         return None
+
+    def max_timestamp_record(self, upper_offset: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with the largest timestamp below
+        ``upper_offset`` (and at or above the log start), or None: ListOffsets' MAX_TIMESTAMP.
+        Segments and batches whose maximum cannot beat the best so far are skipped unread."""
+        best: tuple[int, int] | None = None
+        for segment in self._segments:
+            if (segment.next_offset <= self.log_start_offset
+                    or segment.base_offset >= upper_offset
+                    or (best is not None and segment.max_timestamp <= best[1])):
+                continue
+            start = max(segment.base_offset, self.log_start_offset)
+            for header, view in segment.iter_headers(start):
+                if header.base_offset >= upper_offset:
+                    break
+                if header.is_control or (best is not None and header.max_timestamp <= best[1]):
+                    continue
+                for record in decode_records(view):
+                    if (self.log_start_offset <= record.offset < upper_offset
+                            and (best is None or record.timestamp > best[1])):
+                        best = (record.offset, record.timestamp)
+        return best

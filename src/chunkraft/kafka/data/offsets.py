@@ -1,8 +1,9 @@
-"""ListOffsets 1-6 and OffsetForLeaderEpoch 2-4 on a broker, over the ReplicaManager.
+"""ListOffsets 1-7 and OffsetForLeaderEpoch 2-4 on a broker, over the ReplicaManager.
 
 ListOffsets: earliest (-2) is the first chunk's start (every chunk a stock consumer may read
 is served, see ``fetch``), latest (-1) the high watermark or, read_committed, the last stable
-offset; a timestamp finds the first offset at or after it, across chunks. DESCRIBE on each
+offset; max timestamp (-3, version 7) the record with the largest timestamp in what this
+broker can read; a timestamp finds the first offset at or after it, across chunks. DESCRIBE on each
 topic, as over HTTP. OffsetForLeaderEpoch: the end offset of a leader epoch, which the Java
 client and librdkafka ask after a leader change (KIP-320) before they fetch again; DESCRIBE on
 each topic for a consumer, acting as the named broker for a replica.

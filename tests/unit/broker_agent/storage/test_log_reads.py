@@ -42,3 +42,17 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(1101) == (31, 1101)
     assert log.offset_for_timestamp(1105) == (33, 1110)
     assert log.offset_for_timestamp(99999) is None
+
+
+def test_max_timestamp_record_is_the_first_record_with_the_largest_timestamp(
+        tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fill(log, 20)  # batch i has timestamps 1000+10i .. +2: the largest, 1192, at offset 59
+    log.append_as_leader(batch(3, ts=1100), 0)  # an older timestamp later in the log: 60-62
+    log.append_as_leader(batch(1, ts=1192), 0)  # the same largest timestamp again: 63
+    assert len(log.segments) > 1
+    assert log.max_timestamp_record(10**9) == (59, 1192)
+    assert log.max_timestamp_record(59) == (58, 1191)  # below the bound only
+    assert log.max_timestamp_record(0) is None
+    log.append_as_leader(batch(1, ts=5000), 0)  # offset 64
+    assert log.max_timestamp_record(10**9) == (64, 5000)
