@@ -57,6 +57,7 @@ from chunkraft.deploy.local_kafka import (
     client_settings,
     give_kafka_ports,
     kafka_protocol,
+    ports_in_use,
     properties_text,
 )
 from chunkraft.deploy.local_tls import issue_local, local_client_context
@@ -133,7 +134,8 @@ class LocalCluster:
                     scheme="https" if self.tls else "http")
         if not self.broker_nodes:
             for broker_id, port in zip(range(self.broker_count),
-                                       free_ports(self.broker_count), strict=True):
+                                       free_ports(self.broker_count, avoid=ports_in_use(
+                                           list(self.nodes.values()))), strict=True):
                 self.broker_nodes[broker_id] = self._broker_process(broker_id, port)
         if self.kafka:
             give_kafka_ports([*self.nodes.values(), *self.broker_nodes.values()])
@@ -578,7 +580,8 @@ class LocalCluster:
         node_id = max(self.nodes, default=0) + 1 if node_id is None else node_id
         if node_id in self.nodes:
             raise ValueError(f"controller {node_id} exists already")
-        raft_port, http_port = free_ports(2)
+        given = ports_in_use([*self.nodes.values(), *self.broker_nodes.values()])
+        raft_port, http_port = free_ports(2, avoid=given)
         node_dir = self.base_dir / f"controller-{node_id}"
         self.nodes[node_id] = ControllerProcess(
             node_id, raft_port, http_port, node_dir / "data", node_dir / "controller.properties",

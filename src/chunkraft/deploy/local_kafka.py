@@ -15,14 +15,24 @@ from pathlib import Path
 from chunkraft.deploy.node_process import BrokerProcess, ControllerProcess, free_ports
 
 __all__ = ["bootstrap_list", "client_settings", "give_kafka_ports", "kafka_protocol",
-           "properties_text"]
+           "ports_in_use", "properties_text"]
 
 
 def give_kafka_ports(nodes: Sequence[ControllerProcess | BrokerProcess]) -> None:
     """A free Kafka listener port for every node of ``nodes`` that has none yet."""
     without = [node for node in nodes if not node.kafka_port]
-    for node, port in zip(without, free_ports(len(without)), strict=True):
+    # Not a port another node already has (its Raft, HTTP or Kafka port).
+    taken = ports_in_use(nodes)
+    for node, port in zip(without, free_ports(len(without), avoid=taken), strict=True):
         node.kafka_port = port
+
+
+def ports_in_use(nodes: Sequence[ControllerProcess | BrokerProcess]) -> set[int]:
+    """Every port ``nodes`` were given (Raft, HTTP, Kafka): a later pick must not repeat one,
+    since a port released after its pick may be offered again."""
+    return {port for node in nodes
+            for port in (getattr(node, "raft_port", 0), node.http_port, node.kafka_port)
+            if port}
 
 
 def kafka_protocol(tls: bool) -> str:

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -25,16 +26,26 @@ __all__ = [
 ]
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago (bound to port 0, then released)."""
+def free_ports(count: int, host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> list[int]:
+    """``count`` distinct ports that were free a moment ago (bound to port 0, then released),
+    none of them in ``avoid``: ports handed out earlier are free again once released, so the
+    kernel may offer one of them a second time."""
+    taken = set(avoid)
     sockets: list[socket.socket] = []
     ports: list[int] = []
     try:
-        while len(ports) < count:
+        for _ in range(count + len(taken) + 64):  # bounded: each bind holds its port
+            if len(ports) == count:
+                break
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind((host, 0))
             sockets.append(sock)
-            ports.append(sock.getsockname()[1])
+            port = sock.getsockname()[1]
+            if port not in taken:
+                ports.append(port)
+        else:
+            if len(ports) < count:
+                raise OSError(f"no {count} free ports outside {len(taken)} taken ones")
     finally:
         for sock in sockets:
             sock.close()

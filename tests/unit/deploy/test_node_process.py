@@ -25,3 +25,10 @@ def test_a_private_file_is_owner_only_even_when_it_existed_open_to_all(tmp_path:
     write_private(path, "new")
     assert path.read_text() == "new"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_free_ports_never_repeat_a_port_to_avoid() -> None:
+    first = free_ports(20)
+    assert len(set(first)) == 20
+    again = free_ports(200, avoid=first)
+    assert len(set(again)) == 200 and not set(again) & set(first)
