@@ -269,7 +269,11 @@ class GroupMembership:
         """Expires silent members and overdue rebalances; the coordinator calls it often."""
         now = self.now_ms()
         for member in list(self.members.values()):
-            waiting = member.join_waiter is not None and not member.join_waiter.done()
+            # A member waiting for its JoinGroup or SyncGroup answer is alive (Kafka keeps
+            # it so): it cannot heartbeat meanwhile, and a leader slow to assign must not
+            # cost the others their membership. The rebalance deadline bounds both waits.
+            waiting = any(w is not None and not w.done()
+                          for w in (member.join_waiter, member.sync_waiter))
             if not waiting and now - member.last_seen_ms > member.session_timeout_ms:
                 self._remove(member.member_id)
         if self.state is GroupState.PREPARING_REBALANCE and now >= self.rebalance_deadline_ms:

@@ -188,3 +188,30 @@ def test_the_leaders_opaque_assignment_reaches_each_member_and_survives_a_restor
         restored.leave(second.member_id)
         assert restored.protocol_type is None and restored.state is GroupState.EMPTY
     asyncio.run(scenario())
+
+
+def test_a_member_waiting_for_the_leaders_assignment_outlives_its_session() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        group = GroupMembership("g", clock)
+        first = await group.join("", (), 10_000, 60_000, _kafka("range"))
+        second_join = asyncio.ensure_future(group.join("", (), 10_000, 60_000,
+                                                       _kafka("range")))
+        await asyncio.sleep(0)
+        await group.join(first.member_id, (), 10_000, 60_000, _kafka("range"))
+        second = await second_join
+        waiting = asyncio.ensure_future(group.sync(second.member_id, 2, ()))
+        await asyncio.sleep(0)
+        for _ in range(3):  # the leader heartbeats; the follower waits past its session
+            clock.now += 8_000
+            assert group.heartbeat(first.member_id, 2) is Errors.NONE
+            group.tick()
+        assert second.member_id in group.members and not waiting.done()
+        await group.sync(first.member_id, 2, (), {second.member_id: b"a"})
+        assert (await waiting).error_code == 0
+        assert group.members[second.member_id].assignment_bytes == b"a"
+        clock.now += 11_000  # now silent past its session with nothing pending: gone
+        group.heartbeat(first.member_id, 2)
+        group.tick()
+        assert second.member_id not in group.members and first.member_id in group.members
+    asyncio.run(scenario())
