@@ -19,11 +19,20 @@ from chunkraft.error_codes import Errors
 from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest, KafkaSession
 
-__all__ = ["OFFSET_COMMIT_KEY", "OFFSET_FETCH_KEY", "offset_handlers"]
+__all__ = ["OFFSET_COMMIT_KEY", "OFFSET_FETCH_KEY", "commit_topics", "offset_handlers"]
 
 OFFSET_COMMIT_KEY, OFFSET_FETCH_KEY = 8, 9
 COMMIT_ROUTE = "/broker/v1/offset-commit"
 FETCH_ROUTE = "/broker/v1/offset-fetch"
+
+
+def commit_topics(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The offset-commit routes' ``topics`` for the topics of a Kafka (Txn)OffsetCommit."""
+    return [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "committed_offset": p["committed_offset"],
+         "committed_leader_epoch": p.get("committed_leader_epoch", -1),
+         "committed_metadata": p.get("committed_metadata")}
+        for p in t["partitions"]]} for t in topics]
 
 
 def _commit_errors(topics: list[dict[str, Any]], error: Errors) -> list[dict[str, Any]]:
@@ -38,12 +47,7 @@ async def _offset_commit(gateway: AdminGateway, request: KafkaRequest) -> dict[s
     sent = {"group_id": body["group_id"],
             "generation_id": body.get("generation_id_or_member_epoch", -1),
             "member_id": body.get("member_id", ""),
-            "topics": [{"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"],
-                 "committed_offset": p["committed_offset"],
-                 "committed_leader_epoch": p.get("committed_leader_epoch", -1),
-                 "committed_metadata": p.get("committed_metadata")}
-                for p in t["partitions"]]} for t in topics]}
+            "topics": commit_topics(topics)}
     try:
         answer = await gateway.write(COMMIT_ROUTE, sent, request.session)
     except GatewayError as error:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
+from chunkraft.kafka.admin.gateway import AdminGateway
 from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
-from chunkraft.kafka.txn.compat import fenced_for_version
+from chunkraft.kafka.txn.compat import route_answer_code
 
 __all__ = ["ADD_OFFSETS_TO_TXN_KEY", "ROUTE", "add_offsets_to_txn_handler"]
 
@@ -31,12 +31,7 @@ def add_offsets_to_txn_handler(gateway: AdminGateway) -> ApiHandler:
         sent = {"transactional_id": body["transactional_id"],
                 "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"],
                 "group_id": body["group_id"]}
-        try:
-            answer = await gateway.write(ROUTE, sent, request.session)
-            code = answer.get("error_code", 0)
-        except GatewayError as error:
-            code = error.error.code
-        return {"throttle_time_ms": 0,
-                "error_code": fenced_for_version(code, request.version, FENCED_FROM)}
+        return {"throttle_time_ms": 0, "error_code": await route_answer_code(
+            gateway, ROUTE, sent, request, FENCED_FROM)}
 
     return ApiHandler(ADD_OFFSETS_TO_TXN_KEY, 0, 3, handle)

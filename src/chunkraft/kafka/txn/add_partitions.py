@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
-from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
+from chunkraft.kafka.admin.gateway import AdminGateway
+from chunkraft.kafka.server.requests import ApiHandler
+from chunkraft.kafka.translated_route import translated_route_handler
 from chunkraft.kafka.txn.compat import fenced_for_version
 
 __all__ = ["ADD_PARTITIONS_TO_TXN_KEY", "ROUTE", "add_partitions_to_txn_handler"]
@@ -60,11 +61,5 @@ def refused_answer(body: dict[str, Any], code: int, version: int) -> dict[str, A
 def add_partitions_to_txn_handler(gateway: AdminGateway) -> ApiHandler:
     """AddPartitionsToTxn 0-3 over ``gateway`` (the broker app's routes)."""
 
-    async def handle(request: KafkaRequest) -> dict[str, Any]:
-        try:
-            answer = await gateway.write(ROUTE, route_body(request.body), request.session)
-        except GatewayError as error:
-            return refused_answer(request.body, error.error.code, request.version)
-        return kafka_answer(answer, request.version)
-
-    return ApiHandler(ADD_PARTITIONS_TO_TXN_KEY, 0, 3, handle)
+    return translated_route_handler(ADD_PARTITIONS_TO_TXN_KEY, (0, 3), gateway, ROUTE, route_body,
+                                    kafka_answer, refused_answer)

@@ -11,9 +11,13 @@ Kafka 2.0 did not retry the loading error).
 
 from __future__ import annotations
 
-from chunkraft.error_codes import Errors
+from typing import Any
 
-__all__ = ["fenced_for_version", "txn_offset_commit_code"]
+from chunkraft.error_codes import Errors
+from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
+from chunkraft.kafka.server.requests import KafkaRequest
+
+__all__ = ["fenced_for_version", "route_answer_code", "txn_offset_commit_code"]
 
 _FENCED = Errors.PRODUCER_FENCED.code
 _OLD_EPOCH = Errors.INVALID_PRODUCER_EPOCH.code
@@ -34,3 +38,15 @@ def txn_offset_commit_code(code: int, version: int) -> int:
     if code == Errors.COORDINATOR_LOAD_IN_PROGRESS.code and version < 2:
         return Errors.COORDINATOR_NOT_AVAILABLE.code
     return code
+
+
+async def route_answer_code(gateway: AdminGateway, route: str, sent: dict[str, Any],
+                            request: KafkaRequest, fenced_from: int) -> int:
+    """The error code of a transaction route's one-code answer to ``sent`` (a whole-request
+    refusal's code if it refused), as ``request``'s version may answer it."""
+    try:
+        answer = await gateway.write(route, sent, request.session)
+        code = int(answer.get("error_code", 0))
+    except GatewayError as error:
+        code = error.error.code
+    return fenced_for_version(code, request.version, fenced_from)

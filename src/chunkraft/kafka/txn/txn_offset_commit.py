@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from chunkraft.kafka.admin.gateway import AdminGateway, GatewayError
-from chunkraft.kafka.server.requests import ApiHandler, KafkaRequest
+from chunkraft.kafka.admin.gateway import AdminGateway
+from chunkraft.kafka.groups.offset_handlers import commit_topics
+from chunkraft.kafka.server.requests import ApiHandler
+from chunkraft.kafka.translated_route import translated_route_handler
 from chunkraft.kafka.txn.compat import txn_offset_commit_code
 
 __all__ = ["ROUTE", "TXN_OFFSET_COMMIT_KEY", "txn_offset_commit_handler"]
@@ -32,12 +34,7 @@ def route_body(body: dict[str, Any]) -> dict[str, Any]:
             "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"],
             "generation_id": body.get("generation_id", -1),
             "member_id": body.get("member_id", ""),
-            "topics": [{"name": topic["name"], "partitions": [
-                {"partition_index": p["partition_index"],
-                 "committed_offset": p["committed_offset"],
-                 "committed_leader_epoch": p.get("committed_leader_epoch", -1),
-                 "committed_metadata": p.get("committed_metadata")}
-                for p in topic["partitions"]]} for topic in body["topics"]]}
+            "topics": commit_topics(body["topics"])}
 
 
 def _topic(name: str, codes: list[tuple[int, int]], version: int) -> dict[str, Any]:
@@ -64,11 +61,5 @@ def refused_answer(body: dict[str, Any], code: int, version: int) -> dict[str, A
 def txn_offset_commit_handler(gateway: AdminGateway) -> ApiHandler:
     """TxnOffsetCommit 0-3 over ``gateway`` (the broker app's routes)."""
 
-    async def handle(request: KafkaRequest) -> dict[str, Any]:
-        try:
-            answer = await gateway.write(ROUTE, route_body(request.body), request.session)
-        except GatewayError as error:
-            return refused_answer(request.body, error.error.code, request.version)
-        return kafka_answer(answer, request.version)
-
-    return ApiHandler(TXN_OFFSET_COMMIT_KEY, 0, 3, handle)
+    return translated_route_handler(TXN_OFFSET_COMMIT_KEY, (0, 3), gateway, ROUTE, route_body,
+                                    kafka_answer, refused_answer)
