@@ -34,7 +34,9 @@ from __future__ import annotations
 import struct
 import sys
 import zlib
+from collections.abc import Callable
 from enum import IntEnum
+from typing import Any
 
 import cramjam
 import lz4.frame
@@ -176,24 +178,33 @@ def _cut_short(kind: str) -> CorruptBatchError:
     return CorruptBatchError(f"{kind} stream is cut short", _BUFFER, BATCH_HEADER_SIZE)
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def _frames(kind: str, data: bytes, limit: int, decoder: Callable[[], Any],
+            decompress: Callable[[Any, bytes, int], bytes]) -> bytes:
+    """Every frame of ``data`` (gzip members, LZ4 frames: a stream may hold several, one
+    after another), each decoded by a fresh ``decoder()`` with its output bounded so that the
+    whole never passes ``limit``."""
     out: list[bytes] = []
     size = 0
     rest = data
-    # Each gzip member takes at least 18 bytes (header and trailer), so this bound is loose.
+    # Every frame takes at least 7 bytes (gzip's 18), so this bound is loose.
     for _ in range(len(data) + 1):
-        inflater = zlib.decompressobj(wbits=31)
-        chunk = inflater.decompress(rest, limit - size + 1)
+        frame = decoder()
+        chunk = decompress(frame, rest, limit - size + 1)
         size += len(chunk)
         if size > limit:
-            raise _too_large("gzip", limit)
-        if not inflater.eof:
-            raise _cut_short("gzip")
+            raise _too_large(kind, limit)
+        if not frame.eof:
+            raise _cut_short(kind)
         out.append(chunk)
-        rest = inflater.unused_data
+        rest = frame.unused_data
         if not rest:
             return b"".join(out)
-    raise _cut_short("gzip")  # unreachable: every member consumes input
+    raise _cut_short(kind)  # unreachable: every frame consumes input
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    return _frames("gzip", data, limit, lambda: zlib.decompressobj(wbits=31),
+                   lambda frame, rest, most: frame.decompress(rest, most))
 
 
 def _unsnappy(data: bytes, limit: int) -> bytes:
@@ -230,22 +241,8 @@ def _snappy_block(block: bytes, limit: int, before: int) -> bytes:
 
 
 def _unlz4(data: bytes, limit: int) -> bytes:
-    out: list[bytes] = []
-    size = 0
-    rest = data
-    for _ in range(len(data) + 1):  # every frame takes at least 7 bytes
-        frame = lz4.frame.LZ4FrameDecompressor()
-        chunk = frame.decompress(rest, max_length=limit - size + 1)
-        size += len(chunk)
-        if size > limit:
-            raise _too_large("lz4", limit)
-        if not frame.eof:
-            raise _cut_short("lz4")
-        out.append(chunk)
-        rest = frame.unused_data
-        if not rest:
-            return b"".join(out)
-    raise _cut_short("lz4")  # unreachable: every frame consumes input
+    return _frames("lz4", data, limit, lz4.frame.LZ4FrameDecompressor,
+                   lambda frame, rest, most: frame.decompress(rest, max_length=most))
 
 
 def _unzstd(data: bytes, limit: int) -> bytes:
