@@ -16,9 +16,7 @@ cluster for the module. Every wait is bounded.
 
 from __future__ import annotations
 
-import asyncio
 import struct
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -29,6 +27,7 @@ from crc32c import crc32c
 
 from chunkraft.dataplane.record_batch import Codec, build_batch, iter_batches
 from chunkraft.deploy.local_cluster import LocalCluster
+from tests.support import kafka_stock as stock
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_stock import (
     PARTITIONS,
@@ -40,8 +39,6 @@ from tests.support.kafka_stock import (
     consume_kcat,
     kafka_python_partitions,
     keyed,
-    produce_confluent,
-    python_settings,
 )
 from tests.support.kafka_wire import KafkaWire
 
@@ -85,53 +82,23 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int = PARTITIONS,
 
 def produce_kafka_python(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]],
                          codec: str | None) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(**python_settings(cluster), acks="all", linger_ms=5,
-                             compression_type=codec, request_timeout_ms=30_000)
-    try:
-        futures = [producer.send(topic, key=key, value=value) for key, value in records]
-        producer.flush(timeout=60)
-        for future in futures:
-            future.get(timeout=30)
-    finally:
-        producer.close(timeout=10)
+    stock.produce_kafka_python(cluster, topic, records, compression_type=codec)
 
 
 def produce_librdkafka(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]],
                        codec: str) -> None:
-    errors = produce_confluent(cluster, topic, records, **{"compression.type": codec})
+    errors = stock.produce_confluent(cluster, topic, records, **{"compression.type": codec})
     assert not errors, errors
 
 
 def produce_aiokafka(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]],
                      codec: str) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    async def run() -> None:
-        producer = AIOKafkaProducer(**python_settings(cluster), acks="all",
-                                    enable_idempotence=True, compression_type=codec,
-                                    linger_ms=5)
-        await producer.start()
-        try:
-            sent = [await producer.send(topic, key=key, value=value)
-                    for key, value in records]
-            await asyncio.wait_for(asyncio.gather(*sent), 60)
-        finally:
-            await producer.stop()
-
-    asyncio.run(asyncio.wait_for(run(), 120))
+    stock.produce_aiokafka(cluster, topic, records, compression_type=codec, linger_ms=5)
 
 
 def produce_kcat(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]],
                  codec: str) -> None:
-    lines = "".join(f"{k.decode()}\t{v.decode()}\n" for k, v in records)
-    command = ["kcat", "-b", cluster.kafka_bootstrap_servers, "-P", "-t", topic, "-K", "\t",
-               "-z", codec, "-X", "acks=all"]
-    for key, value in cluster.kafka_client_settings().items():
-        command += ["-X", f"{key}={value}"]
-    subprocess.run(command, input=lines, text=True, timeout=60, check=True,
-                   capture_output=True)
+    stock.produce_kcat(cluster, topic, records, "-z", codec)
 
 
 PRODUCERS: dict[str, Callable[..., None]] = {

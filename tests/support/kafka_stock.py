@@ -97,11 +97,12 @@ def produce_confluent(cluster: LocalCluster, topic: str, records: list[tuple[byt
 
 
 def produce_kafka_python(cluster: LocalCluster, topic: str,
-                         records: list[tuple[bytes, bytes]], acks: Any = "all") -> None:
+                         records: list[tuple[bytes, bytes]], acks: Any = "all",
+                         **extra: Any) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(**python_settings(cluster), acks=acks, linger_ms=5,
-                             request_timeout_ms=30_000)
+                             request_timeout_ms=30_000, **extra)
     try:
         futures = [producer.send(topic, key=key, value=value) for key, value in records]
         producer.flush(timeout=60)
@@ -112,10 +113,12 @@ def produce_kafka_python(cluster: LocalCluster, topic: str,
         producer.close(timeout=10)
 
 
-def produce_kcat(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+def produce_kcat(cluster: LocalCluster, topic: str, records: list[tuple[bytes, bytes]],
+                 *options: str) -> None:
+    """``options``: more of kcat's own arguments (``-z gzip``, say)."""
     lines = "".join(f"{k.decode()}\t{v.decode()}\n" for k, v in records)
     command = ["kcat", "-b", cluster.kafka_bootstrap_servers, "-P", "-t", topic, "-K", "\t",
-               "-X", "acks=all"]
+               *options, "-X", "acks=all"]
     for key, value in cluster.kafka_client_settings().items():
         command += ["-X", f"{key}={value}"]
     subprocess.run(command, input=lines, text=True, timeout=60, check=True,
@@ -123,12 +126,12 @@ def produce_kcat(cluster: LocalCluster, topic: str, records: list[tuple[bytes, b
 
 
 def produce_aiokafka(cluster: LocalCluster, topic: str,
-                     records: list[tuple[bytes, bytes]]) -> None:
+                     records: list[tuple[bytes, bytes]], **extra: Any) -> None:
     from aiokafka import AIOKafkaProducer
 
     async def run() -> None:
         producer = AIOKafkaProducer(**python_settings(cluster), acks="all",
-                                    enable_idempotence=True)
+                                    enable_idempotence=True, **extra)
         await producer.start()
         try:
             sent = [await producer.send(topic, key=key, value=value)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -19,30 +18,8 @@ from chunkraft.kafka.producer_id_handler import (
     ROUTE,
     init_producer_id_handler,
 )
-from chunkraft.kafka.server.requests import KafkaRequest, KafkaSession
-from chunkraft.security.principal import Principal
-
-SESSION = KafkaSession("SASL_PLAINTEXT", "SASL_PLAINTEXT", "10.0.0.7",
-                       principal=Principal("User:alice", "10.0.0.7"), token="crt_alice")
-
-
-@dataclass
-class FakeGateway:
-    """Answers every write with ``answer`` (or raises it), recording what it was sent."""
-
-    answer: dict[str, Any] | GatewayError
-    writes: list[tuple[str, dict[str, Any], KafkaSession]] = field(default_factory=list)
-
-    async def write(self, path: str, body: dict[str, Any],
-                    session: KafkaSession) -> dict[str, Any]:
-        self.writes.append((path, body, session))
-        if isinstance(self.answer, GatewayError):
-            raise self.answer
-        return self.answer
-
-    async def read(self, path: str, body: dict[str, Any],
-                   session: KafkaSession) -> dict[str, Any]:
-        raise AssertionError("InitProducerId is a write")
+from chunkraft.kafka.server.requests import KafkaRequest
+from tests.unit.kafka.txn.support import SESSION, FakeGateway
 
 
 def handle(gateway: FakeGateway, version: int, body: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ class FakeGateway:
 
     async def read(self, path: str, body: dict[str, Any],
                    session: KafkaSession) -> dict[str, Any]:
-        raise AssertionError("the transaction APIs are writes")
+        raise AssertionError("InitProducerId and the transaction APIs are writes")
 
     @property
     def sent(self) -> dict[str, Any]:
