@@ -58,7 +58,7 @@ from chunkraft.kafka.txn import TRANSACTION_KEYS, transaction_api_handlers
 from chunkraft.records.uuids import kafka_uuid_str
 
 __all__ = ["GROUP_KEYS", "MAIN_LOOP_KEYS", "broker_handlers", "broker_kafka_server",
-           "data_handlers", "group_handlers", "transaction_handlers"]
+           "data_handlers", "group_handlers"]
 
 GROUP_KEYS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42})
 """OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups,
@@ -84,6 +84,7 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
     brokers it asks to cut a chunk (httpx's ``verify``); ``channel`` reaches the controllers
     (default: the broker's own)."""
     controllers = channel or runtime.controller
+    routes = RouteGateway(app)  # the broker app's routes, found once for every API
     node_id = runtime.node_id
 
     def cluster_id() -> str:
@@ -119,24 +120,19 @@ def broker_handlers(runtime: BrokerRuntime, app: FastAPI,
 
     return [ApiHandler(3, 0, 12, metadata), ApiHandler(60, 0, 1, describe_cluster),
             ApiHandler(55, 0, 2, describe_quorum),
-            init_producer_id_handler(RouteGateway(app)), *data_handlers(runtime),
-            *group_handlers(runtime, app),
+            init_producer_id_handler(routes), *data_handlers(runtime),
+            *group_handlers(runtime, app, routes),
             *with_operator_cuts(admin_handlers(ChannelGateway(controllers)),
                                 lambda: runtime.follower.image, verify),
-            *transaction_handlers(app)]
+            # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit (chunkraft.kafka.txn)
+            *transaction_api_handlers(routes)]
 
 
-def transaction_handlers(app: FastAPI) -> list[ApiHandler]:
-    """AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-4 and TxnOffsetCommit 0-3 over
-    the broker app's coordinator routes (:mod:`chunkraft.kafka.txn`); they must run on the
-    broker's main loop. None of KIP-890's second part: EndTxn stops at 4 as Produce at 11."""
-    return transaction_api_handlers(RouteGateway(app))
-
-
-def group_handlers(runtime: BrokerRuntime, app: FastAPI) -> list[ApiHandler]:
+def group_handlers(runtime: BrokerRuntime, app: FastAPI, routes: RouteGateway
+                   ) -> list[ApiHandler]:
     """FindCoordinator and the classic consumer-group APIs (:mod:`chunkraft.kafka.groups`),
-    on the broker app's routes and group coordinator; they run on the broker's main loop."""
-    routes = RouteGateway(app)
+    on the broker app's ``routes`` and group coordinator; they run on the broker's main
+    loop."""
 
     def coordinator() -> GroupCoordinator:
         return app_group_coordinator(app)
