@@ -36,6 +36,7 @@ import pytest
 
 from chunkraft.dataplane.record_batch import decode_records, iter_batches
 from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.error_codes import Errors
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_wire import KafkaWire
 
@@ -88,8 +89,19 @@ def create_topic(wire: KafkaWire, topic: str, broker_id: int) -> None:
         "assignments": [{"partition_index": 0, "broker_ids": [broker_id]}], "configs": []}],
         "timeout_ms": 30_000, "validate_only": False})
     assert created["topics"][0]["error_code"] == 0, created
-    wait_until(lambda: partition_of(wire, topic)["leader_id"] == broker_id,
-               f"{topic} led by broker {broker_id}")
+    wait_until(lambda: leader_of(wire, topic) == broker_id, f"{topic} led by broker {broker_id}")
+
+
+def leader_of(wire: KafkaWire, topic: str) -> int | None:
+    """The partition's leader as this broker sees it; None while the broker has not yet applied
+    the topic's records (CreateTopics answers once the controller committed them, as Kafka's does,
+    so the broker may still answer UNKNOWN_TOPIC_OR_PARTITION for a moment)."""
+    answer = wire.call(METADATA, 12, {"topics": [{"name": topic, "topic_id": ZERO}]})
+    (found,) = answer["topics"]
+    if found["error_code"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code:
+        return None
+    assert found["error_code"] == 0, found
+    return int(found["partitions"][0]["leader_id"])
 
 
 def cut(wire: KafkaWire, topic: str, broker_id: int) -> None:
