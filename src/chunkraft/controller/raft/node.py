@@ -15,11 +15,9 @@ raises: the state machine returns errors as values.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -38,7 +36,7 @@ from pysyncobj import (
 from chunkraft.controller.raft.callbacks import settle
 from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
 from chunkraft.controller.raft.clock import raft_clock
-from chunkraft.controller.raft.dump import DumpHeader, read_dump, write_dump
+from chunkraft.controller.raft.dump import DumpHeader, read_dump_header
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import (
@@ -46,6 +44,12 @@ from chunkraft.controller.raft.entry import (
     EpochOutOfRangeError,
     ProposedBatch,
     encode_entry,
+)
+from chunkraft.controller.raft.image_host import (
+    DumpRequest,
+    DumpWritten,
+    ImageHost,
+    InProcessImageHost,
 )
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.journal_file import prepare_journal_file
@@ -148,12 +152,12 @@ class RaftSettings:
 class _EntryPoint(SyncObjConsumer):  # type: ignore[misc]
     """Holds the one replicated method; built before the SyncObj, as pysyncobj requires."""
 
-    def __init__(self, apply: Callable[[bytes], tuple[BatchOutcome, ...]]) -> None:
+    def __init__(self, apply: Callable[[bytes], Any]) -> None:
         self._apply = apply
         super().__init__()
 
     @replicated  # type: ignore[untyped-decorator]
-    def commit_batches(self, payload: bytes) -> tuple[BatchOutcome, ...]:
+    def commit_batches(self, payload: bytes) -> Any:
         return self._apply(payload)
 
 
@@ -168,18 +172,18 @@ class RaftNode:
     machine's readers may run in any thread; everything else runs in pysyncobj's tick thread.
     """
 
-    def __init__(self, settings: RaftSettings) -> None:
+    def __init__(self, settings: RaftSettings, host: ImageHost | None = None) -> None:
         self.settings = settings
         self.node_id = settings.node_id
-        self.state_machine = MetadataStateMachine(max_retained_bytes=settings.max_retained_bytes)
-        self.directory = VoterDirectory(settings.voters, {},
-                                        lambda: self.state_machine.image.controllers)
+        self.host: ImageHost = host or InProcessImageHost(
+            MetadataStateMachine(max_retained_bytes=settings.max_retained_bytes),
+            settings.cluster_id)
+        self.directory = VoterDirectory(settings.voters, {}, self.host.controllers)
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
         self._closed = False
         self._exit: Callable[[int], NoReturn] = os._exit  # the fail-stop; replaced in tests
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
-        self._dump_renamed = threading.Event()
         self._bytes_since_dump = 0
         # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
         # that misses an election timeout of ticks starts an election, a leader loses followers.
@@ -240,6 +244,14 @@ class RaftNode:
             journal.on_applied_truncation = self._fail_stop
         self._syncobj.addOnTickCallback(self._after_tick)
 
+    @property
+    def state_machine(self) -> MetadataStateMachine:
+        """The state machine, when it is in this process (not with the Raft process's host)."""
+        host = self.host
+        if not isinstance(host, InProcessImageHost):
+            raise AttributeError("the image is held by the API process, not the Raft process")
+        return host.state_machine
+
     def _check_files(self) -> None:
         """Refuses to start on a torn or corrupt journal, dump or term/vote file
         (JournalCorruptError)."""
@@ -277,9 +289,9 @@ class RaftNode:
 
     # ------------------------------------------------------------------ tick thread
 
-    def _apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
+    def _apply(self, payload: bytes) -> Any:
         self._bytes_since_dump += len(payload)
-        outcomes = self.state_machine.apply_entry(payload)
+        outcomes = self.host.apply(payload)
         # Told at once, not at the end of the tick: the rest of the tick (the commit index to
         # the followers, the next proposals and their sync) would delay every long poll of
         # the metadata stream that waits for this entry (issue 17, propagation).
@@ -290,10 +302,13 @@ class RaftNode:
     # A dump of a large image takes seconds to write; pysyncobj would write it in its tick thread
     # and stop heartbeats meanwhile. So the "serializer" only puts a placeholder where pysyncobj
     # renames from (a hard link to the previous dump, or an empty file when there is none) and
-    # starts a thread that writes the immutable image it captured to ``dump.next``, then renames
-    # that over ``dump``. pysyncobj compacts its journal only when ``_dump_state`` reports
-    # success, so until then the journal still holds every entry after the previous dump, and
-    # an empty placeholder found at start-up is simply removed (see _clean_dump_leftovers).
+    # asks the image host to write the image of the last applied entry to ``dump.next`` (a
+    # thread, or the API process). pysyncobj renames the placeholder into place as soon as
+    # _start_dump returns and then polls _dump_state on each tick; once the host has written
+    # ``dump.next`` whole, _dump_state renames it over ``dump`` and reports success, and only
+    # then does pysyncobj compact its journal: until that, the journal still holds every entry
+    # after the previous dump, and an empty placeholder found at start-up is simply removed
+    # (see _clean_dump_leftovers).
 
     def _start_dump(self, path: str, data: Any) -> None:
         last, previous, members = data
@@ -304,8 +319,12 @@ class RaftNode:
             os.link(dump, placeholder)
         else:
             placeholder.write_bytes(b"")
-        self._dump_renamed.clear()
-        if self.state_machine.failure is not None:
+        upcoming = dump.with_name(dump.name + ".next")
+        upcoming.unlink(missing_ok=True)
+        names = [str(getattr(member, "address", member)) for member in members]
+        ids = {name: node for name in names if (node := self.directory.id_of(name)) is not None}
+        request = DumpRequest(tuple(last), tuple(previous), tuple(names), ids, upcoming)
+        if not self.host.begin_dump(request):
             # The image stopped at a corrupt entry: a dump would claim every entry after it, and
             # compaction would drop them and the corrupt one, so the node would restart silently
             # behind. Fail the dump instead; the journal stays whole and start-up names the entry.
@@ -313,41 +332,37 @@ class RaftNode:
             return
         self._dump_status = SERIALIZER_STATE.SERIALIZING
         self._bytes_since_dump = 0
-        image = self.state_machine.image
-        keys = self.state_machine.idempotency_keys()
-        names = [str(getattr(member, "address", member)) for member in members]
-        ids = {name: node for name in names if (node := self.directory.id_of(name)) is not None}
-        threading.Thread(
-            target=self._write_dump, args=(image, keys, last, previous, names, ids, placeholder),
-            name="chunkraft-dump", daemon=True).start()
 
-    def _write_dump(self, image: Any, keys: Any, last: Any, previous: Any,
-                    members: list[str], member_ids: dict[str, int], placeholder: Path) -> None:
-        started = time.monotonic()
+    def _dump_state(self) -> int:
+        if self._dump_status == SERIALIZER_STATE.SERIALIZING:
+            written = self.host.dump_written()
+            if isinstance(written, DumpWritten):
+                self._dump_status = self._install_dump(written)
+            elif written is False:
+                self._dump_status = SERIALIZER_STATE.FAILED
+        status = self._dump_status
+        if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
+            self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
+        return int(status)
+
+    def _install_dump(self, written: DumpWritten) -> int:
+        """Renames the written ``dump.next`` over pysyncobj's placeholder (tick thread)."""
         dump = self.settings.dump_path
         upcoming = dump.with_name(dump.name + ".next")
         try:
-            write_dump(upcoming, image=image, cluster_id=self.settings.cluster_id, keys=keys,
-                       last_entry=last, previous_entry=previous, members=members,
-                       member_ids=member_ids)
-            # pysyncobj renames its placeholder right after _start_dump returns; wait for that
-            # (it asks _dump_state on its next tick) so the placeholder never lands on top.
-            if not self._dump_renamed.wait(60):
-                raise TimeoutError("pysyncobj did not poll the dump state for 60 s")
             # Renaming a hard link onto its own inode does nothing, so it may still be there.
-            placeholder.unlink(missing_ok=True)
+            dump.with_name(dump.name + ".tmp").unlink(missing_ok=True)
             os.replace(upcoming, dump)
             fsync_directory(dump.parent)
-        except Exception:
-            logger.exception("writing the Raft dump failed; the journal is kept whole")
+        except OSError:
+            logger.exception("installing the Raft dump failed; the journal is kept whole")
             upcoming.unlink(missing_ok=True)
-            self._dump_status = SERIALIZER_STATE.FAILED
-            return
+            return int(SERIALIZER_STATE.FAILED)
         self.dumps_written += 1
-        logger.info("Raft dump written at offset %d in %.2f s", image.offset,
-                    time.monotonic() - started)
-        self._dump_status = SERIALIZER_STATE.SUCCESS
-        self._export_dump(dump, image.offset, image.epoch)
+        logger.info("Raft dump installed at offset %d", written.offset)
+        threading.Thread(target=self._export_dump, args=(dump, written.offset, written.epoch),
+                         name="chunkraft-dump-export", daemon=True).start()
+        return int(SERIALIZER_STATE.SUCCESS)
 
     def _export_dump(self, dump: Path, offset: int, epoch: int) -> None:
         """Starts the export of the new dump (``metadata.snapshot.export.dir``); only links
@@ -364,13 +379,6 @@ class RaftNode:
             logger.exception("starting the snapshot export of the dump at offset %d failed",
                              offset)
 
-    def _dump_state(self) -> int:
-        self._dump_renamed.set()
-        status = self._dump_status
-        if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
-            self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
-        return int(status)
-
     def _clean_dump_leftovers(self) -> None:
         dump = self.settings.dump_path
         for suffix in (".next", ".tmp", ".1.tmp"):  # ours, pysyncobj's rename, a transfer
@@ -382,21 +390,18 @@ class RaftNode:
             dump.unlink()
 
     def _read_dump(self, path: str) -> tuple[Any, Any, Any]:
+        # A dump streamed from the leader was renamed into place by pysyncobj with no
+        # fsync; this load comes before the follower acknowledges it (its journal is reset
+        # here, so DurableSyncObj holds that answer until the next sync): make it durable.
+        fsync_file(path)
+        fsync_directory(Path(path).parent)
         try:
-            # A dump streamed from the leader was renamed into place by pysyncobj with no
-            # fsync; this load comes before the follower acknowledges it (its journal is reset
-            # here, so DurableSyncObj holds that answer until the next sync): make it durable.
-            fsync_file(path)
-            fsync_directory(Path(path).parent)
-            header, image = read_dump(path)
+            header = read_dump_header(path)
         except Exception as error:
-            self.state_machine.failure = f"the Raft dump cannot be loaded: {error}"
-            logger.critical("%s", self.state_machine.failure)
+            self.host.mark_failed(f"the Raft dump cannot be loaded: {error}")
             raise
         self._compact_journal_to(header.previous_entry, header.last_entry)
-        self.state_machine.restore(image, header.keys)
-        gc.freeze()  # the image is long-lived and acyclic: keep it out of full collections
-        logger.info("Raft dump loaded at offset %d", image.offset)
+        self.host.restore(Path(path))
         return header.last_entry, header.previous_entry, self._others_in_dump(header)
 
     def _others_in_dump(self, header: DumpHeader) -> list[str]:
@@ -535,7 +540,6 @@ class RaftNode:
             voters.append(VoterStatus(
                 node_id, address, match, None if match is None else max(own_index - match, 0),
                 contact, connected))
-        image = self.state_machine.image
         return QuorumStatus(
             node_id=self.node_id,
             state=state,
@@ -544,9 +548,9 @@ class RaftNode:
             has_quorum=bool(status["has_quorum"]),
             commit_index=int(status["commit_idx"]),
             last_applied_index=int(status["last_applied"]),
-            high_watermark=image.offset + 1,
+            high_watermark=self.host.high_watermark(),
             voters=tuple(sorted(voters, key=lambda voter: (voter.node_id, voter.address))),
-            failure=self.state_machine.failure,
+            failure=self.host.failure(),
             tick_lag_seconds=round(self.ticks.lag(), 3),
             tick_lag_limit_seconds=self.ticks.limit,
             campaign_refused=bool(getattr(self._syncobj, "campaign_refused", False)),
