@@ -37,6 +37,7 @@ from chunkraft.controller.operations.quorum_voters import (
 )
 from chunkraft.controller.raft.log import ProposalError
 from chunkraft.controller.raft.membership import QuorumMembership
+from chunkraft.controller.raft.process_log import RemoteMembership
 from chunkraft.controller.result import ControllerResult
 from chunkraft.error_codes import ApiException, Errors
 from chunkraft.protocol.acls import AclOperation
@@ -92,9 +93,9 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
             "change did not commit in time (503): retry with the same Idempotency-Key."}}
 
 
-def _membership(context: ControllerContext) -> QuorumMembership | None:
+def _membership(context: ControllerContext) -> QuorumMembership | RemoteMembership | None:
     membership = getattr(context.controller.raft, "membership", None)
-    return membership if isinstance(membership, QuorumMembership) else None
+    return membership if isinstance(membership, QuorumMembership | RemoteMembership) else None
 
 
 def _refused(refusal: Refusal) -> JSONResponse:
@@ -102,7 +103,7 @@ def _refused(refusal: Refusal) -> JSONResponse:
     return error_response(refusal.error, refusal.message, status)
 
 
-def _answer(context: ControllerContext, membership: QuorumMembership, controller_id: int,
+def _answer(context: ControllerContext, membership: QuorumMembership | RemoteMembership, controller_id: int,
             address: str) -> Response:
     body = VoterChangeResponse(
         controller_id=controller_id, raft_address=address,
@@ -130,7 +131,7 @@ async def _await_change(change: Any, what: str) -> Response | None:
     return None
 
 
-async def _prologue(request: Request, body: bytes) -> Response | QuorumMembership:
+async def _prologue(request: Request, body: bytes) -> Response | QuorumMembership | RemoteMembership:
     """The refusal (403, 400) or forwarding answer, or the membership to change here."""
     context: ControllerContext = request.app.state.context
     refusal = cluster_refusal(context, principal_of(request), AclOperation.ALTER)

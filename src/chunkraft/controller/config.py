@@ -66,6 +66,7 @@ class ControllerConfig:
     controller_http_urls: tuple[ControllerUrl, ...]
     # Defaults from PYSYNCOBJ.md: pysyncobj's own (0.4-1.4 s elections, 5 s reconnects, 30 s
     # leader fallback) made failovers take seconds in our measurements.
+    raft_process: str = "separate"
     raft_election_timeout_min_ms: int = 200
     raft_election_timeout_max_ms: int = 500
     raft_append_entries_period_ms: int = 50

@@ -30,6 +30,7 @@ from chunkraft.controller.config import ControllerConfig, check_authentication
 from chunkraft.controller.operations.heartbeats import BrokerHeartbeatTracker
 from chunkraft.controller.quorum_controller import QuorumController
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.raft.process_log import RaftProcessLog
 from chunkraft.controller.raft.transport_guard import TransportLimits
 from chunkraft.controller.storage import check_storage
 from chunkraft.errors import ChunkraftError, ConfigError
@@ -68,6 +69,14 @@ def raft_settings(config: ControllerConfig) -> RaftSettings:
             message_timeout=config.raft_message_timeout_ms / 1000,
         ),
     )
+
+
+def raft_log(config: ControllerConfig) -> RaftNode | RaftProcessLog:
+    """The Raft node in a process of its own (``raft.process=separate``), or in this one."""
+    settings = raft_settings(config)
+    if config.raft_process == "embedded":
+        return RaftNode(settings)
+    return RaftProcessLog(settings)
 
 
 def tls_settings(config: ControllerConfig) -> TlsSettings | None:
@@ -150,7 +159,7 @@ def run_controller(config: ControllerConfig) -> int:
         http_tls = tls if config.listeners.scheme == "https" else None
         ssl_context = _client_context(http_tls) if http_tls is not None else None
         check_storage(config.data_dir, config.cluster_id, config.node_id)
-        node = RaftNode(raft_settings(config))
+        node = raft_log(config)
     except ChunkraftError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -163,6 +163,16 @@ def parse_client_auth(text: str) -> str:
     return value
 
 
+_RAFT_PROCESS = ("separate", "embedded")
+
+
+def parse_raft_process(text: str) -> str:
+    value = text.lower()
+    if value not in _RAFT_PROCESS:
+        raise ValueError(f"{text!r} is not one of {', '.join(_RAFT_PROCESS)}")
+    return value
+
+
 def parse_principals(text: str) -> tuple[str, ...]:
     principals: list[str] = []
     for item in (part.strip() for part in text.split(";")):
@@ -268,6 +278,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Every controller's HTTP URL as `id@http://host:port,...`, to forward writes to the "
         "leader. Required with more than one voter: every voter listed, this node's entry "
         "equal to advertised.listeners. With one voter, default: `node.id@advertised.listeners`.",
+    ),
+    Setting(
+        "raft.process",
+        parse_raft_process,
+        "`separate`: the Raft node (pysyncobj, its journal and port) runs in a process of its "
+        "own beside the API's, so no request can delay a heartbeat; `embedded`: in the API's "
+        "process, as a thread.",
     ),
     Setting(
         "raft.election.timeout.min.ms",

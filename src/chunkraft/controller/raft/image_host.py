@@ -106,7 +106,7 @@ def write_requested_dump(request: DumpRequest, *, state_machine: MetadataStateMa
             request.target.unlink(missing_ok=True)
             thread.result = False
             return
-        logger.info("Raft dump of offset %d written in %.2f s", image.offset,
+        logger.debug("the image at offset %d written to the next dump in %.2f s", image.offset,
                     time.monotonic() - started)
         thread.result = DumpWritten(image.offset, image.epoch)
 

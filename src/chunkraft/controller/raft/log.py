@@ -125,7 +125,9 @@ class RaftLog(Protocol):
     """
 
     node_id: int
-    state_machine: MetadataStateMachine
+
+    @property
+    def state_machine(self) -> MetadataStateMachine: ...
 
     def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]: ...
 

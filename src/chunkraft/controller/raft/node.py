@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -181,9 +182,11 @@ class RaftNode:
         self.directory = VoterDirectory(settings.voters, {}, self.host.controllers)
         self._apply_listeners: list[Callable[[], None]] = []
         self._leadership_listeners: list[Callable[[bool], None]] = []
+        self._tick_listeners: list[Callable[[], None]] = []
         self._closed = False
         self._exit: Callable[[int], NoReturn] = os._exit  # the fail-stop; replaced in tests
         self._dump_status = SERIALIZER_STATE.NOT_SERIALIZING
+        self._dump_started = 0.0
         self._bytes_since_dump = 0
         # Readiness is honest only if it can tell a Raft thread that stopped ticking: a follower
         # that misses an election timeout of ticks starts an election, a leader loses followers.
@@ -331,6 +334,7 @@ class RaftNode:
             self._dump_status = SERIALIZER_STATE.FAILED
             return
         self._dump_status = SERIALIZER_STATE.SERIALIZING
+        self._dump_started = time.monotonic()
         self._bytes_since_dump = 0
 
     def _dump_state(self) -> int:
@@ -359,7 +363,8 @@ class RaftNode:
             upcoming.unlink(missing_ok=True)
             return int(SERIALIZER_STATE.FAILED)
         self.dumps_written += 1
-        logger.info("Raft dump installed at offset %d", written.offset)
+        logger.info("Raft dump written at offset %d in %.2f s", written.offset,
+                    time.monotonic() - self._dump_started)
         threading.Thread(target=self._export_dump, args=(dump, written.offset, written.epoch),
                          name="chunkraft-dump-export", daemon=True).start()
         return int(SERIALIZER_STATE.SUCCESS)
@@ -477,6 +482,8 @@ class RaftNode:
                         "node started, term +%d)", self.leader_id(), term,
                         self.leadership.leadership_changes, self.leadership.term_increments)
         self.membership.run_actions()
+        for listener in self._tick_listeners:
+            _call_safely(listener)
         if (self._bytes_since_dump > self.settings.log_compaction_max_bytes
                 and self._dump_status == SERIALIZER_STATE.NOT_SERIALIZING):
             self._syncobj.forceLogCompaction()
@@ -498,8 +505,13 @@ class RaftNode:
         def callback(result: Any, error: int) -> None:
             self._on_result(future, result, error)
 
-        self._entry_point.commit_batches(payload, callback=callback)
+        self.propose_encoded(payload, callback)
         return future
+
+    def propose_encoded(self, payload: bytes, callback: Callable[[Any, int], None]) -> None:
+        """Proposes an entry already encoded; ``callback(result, error)`` is pysyncobj's (the
+        host's apply result on success), called from whichever thread settles it."""
+        self._entry_point.commit_batches(payload, callback=callback)
 
     def is_leader(self) -> bool:
         # A leader whose term no epoch field can hold cannot commit anything (issue 24): it
@@ -577,6 +589,10 @@ class RaftNode:
 
     def add_leadership_listener(self, listener: Callable[[bool], None]) -> None:
         self._leadership_listeners.append(listener)
+
+    def add_tick_listener(self, listener: Callable[[], None]) -> None:
+        """``listener()`` after every tick, in the tick thread: it must be quick."""
+        self._tick_listeners.append(listener)
 
     def force_compaction(self) -> None:
         """Asks pysyncobj to write a dump and compact its journal at its next tick."""
