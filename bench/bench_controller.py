@@ -74,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="1 run of 5 s per load (--duration still sets the window)")
     parser.add_argument("--only", choices=ITEMS, action="append",
                         help="run only these items (repeatable)")
+    parser.add_argument("--raft-process", choices=("separate", "embedded"), default=None,
+                        help="raft.process of the chunkraft cluster (default: the node's own "
+                             "default, separate); run once with each to compare them")
     parser.add_argument("--skip-etcd", action="store_true")
     parser.add_argument("--skip-raw", action="store_true")
     parser.add_argument("--partitions", type=int, default=1_000_000,
@@ -147,6 +150,7 @@ def measure(args: argparse.Namespace) -> Results:
     results.record({"item": "plan", "items": sorted(items), "references": references(args),
                     "missing": missing, "duration_s": duration, "repeats": repeats,
                     "code": code_version(), "command": command_line(),
+                    "raft_process": args.raft_process or "separate",
                     "broken_on_purpose": args.break_reference})
     results.note(f"Code measured: {code_version()}. At the start: {other_load()}. This "
                  "script ran one system at a time, plus its client processes; the 3 brokers "
@@ -194,7 +198,8 @@ def measure(args: argparse.Namespace) -> Results:
 
 def chunkraft_load(results: Results, args: argparse.Namespace, items: set[str], base: Path,
                    duration: float, repeats: int) -> None:
-    with LocalCluster(base / "load") as cluster:
+    properties = {} if args.raft_process is None else {"raft.process": args.raft_process}
+    with LocalCluster(base / "load", extra_properties=properties) as cluster:
         brokers = Brokers(cluster)
         try:
             cluster.wait_ready(CLUSTER_TIMEOUT)
