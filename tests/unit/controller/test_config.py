@@ -269,6 +269,7 @@ BAD_VALUES: list[tuple[str, str, str]] = [
     ("auth.broker.principal", "broker-{id}", "not a principal of the form Type:name"),
     ("auth.broker.principal", "User:{id}-{name}", "only {id} may appear in braces"),
     ("ssl.client.auth", "optional", "not one of none, requested, required"),
+    ("raft.process", "thread", "not one of separate, embedded"),
 ]
 
 
