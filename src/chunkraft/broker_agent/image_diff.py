@@ -25,7 +25,7 @@ __all__ = ["delta_between"]
 def delta_between(old: MetadataImage, new: MetadataImage) -> MetadataDelta:
     """A delta on ``old`` whose :meth:`~MetadataDelta.apply` gives ``new``'s content.
 
-    Pure; neither image is changed. The delta's ``topics_delta.local_changes(b)`` is what a
+    Pure; neither image is changed. ``compute_local_changes(delta.topics_delta, b)`` is what a
     broker must do to go from ``old`` to ``new``.
     """
     delta = MetadataDelta(old)

@@ -1,6 +1,6 @@
 """The ReplicaManager: makes this broker's replicas what the metadata says they are.
 
-Its only input for replica changes is ``delta.topics_delta.local_changes(node_id)``
+Its only input for replica changes is ``compute_local_changes(delta.topics_delta, node_id)``
 (``controller/image/local_changes.py``), applied in the order the KIP gives: deletes, leaders,
 followers, chunk stops, chunk creates, chunk deletes. Everything it keeps is derived from the
 image and the logs on disk, so applying the same delta twice, or the first delta after a restart
@@ -59,7 +59,7 @@ from chunkraft.broker_agent.replica_roles import ReplicaRoles
 from chunkraft.broker_agent.replication_config import ReplicationConfig
 from chunkraft.broker_agent.throttle import Throttle
 from chunkraft.broker_agent.topic_configs import EffectiveConfigs, TopicConfig, static_values
-from chunkraft.controller.image import MetadataDelta, MetadataImage
+from chunkraft.controller.image import MetadataDelta, MetadataImage, compute_local_changes
 from chunkraft.protocol.data_plane import (
     FetchRequest,
     FetchResponse,
@@ -164,7 +164,7 @@ class ReplicaManager:
         state. Once the image has caught up (``caught_up()``), the logs on disk are reconciled
         with it, once (see :meth:`reconcile`).
         """
-        changes = delta.topics_delta.local_changes(self.node_id)
+        changes = compute_local_changes(delta.topics_delta, self.node_id)
         self.image = image
         try:
             self._follow_configs(image)

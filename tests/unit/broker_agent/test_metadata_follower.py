@@ -22,7 +22,12 @@ from chunkraft.broker_agent.metadata_follower import (
     MetadataFollower,
     StreamError,
 )
-from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
+from chunkraft.controller.image import (
+    MetadataDelta,
+    MetadataImage,
+    MetadataProvenance,
+    compute_local_changes,
+)
 from chunkraft.records import encode_record
 from chunkraft.records.files.snapshot import snapshot_batches
 from chunkraft.records.uuids import kafka_uuid_str
@@ -188,7 +193,7 @@ def test_a_reader_behind_the_tail_loads_the_snapshot_and_tells_the_listener() ->
     assert follower.image == replay(records, offset=len(records) - 1)
     ((delta, image),) = recorder.calls
     assert delta.image is MetadataImage.EMPTY and image is follower.image
-    leaders = delta.topics_delta.local_changes(1).leaders
+    leaders = compute_local_changes(delta.topics_delta, 1).leaders
     assert sorted(tp.partition_id for tp in leaders) == [1, 4]
 
 
@@ -253,8 +258,8 @@ def test_delta_between_two_images_applies_to_the_newer_and_asks_the_same_of_brok
     diff = delta_between(old, new)
     assert diff.apply(new.provenance) == new
     for broker_id in BROKERS:
-        assert as_plain(diff.topics_delta.local_changes(broker_id)) == as_plain(
-            by_records.topics_delta.local_changes(broker_id)), broker_id
+        assert as_plain(compute_local_changes(diff.topics_delta, broker_id)) == as_plain(
+            compute_local_changes(by_records.topics_delta, broker_id)), broker_id
 
 
 def test_a_failing_listener_is_reported_and_the_stream_goes_on() -> None:

@@ -15,7 +15,7 @@ wire type.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,6 +59,16 @@ __all__ = [
     "ResourceMetadata",
     "UpdateTopicBody",
 ]
+
+# Bounds the routes check themselves, declared in the schema only: a value outside them gets
+# Kafka's own error and message (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
+# INVALID_REPLICA_ASSIGNMENT) rather than a generic INVALID_REQUEST from the model, as topic
+# names do (chunkraft.api.parameters). A count is -1 (the controller's default) or positive.
+_COUNT_OR_DEFAULT: dict[str, Any] = {"minimum": -1, "not": {"const": 0}}
+_POSITIVE: dict[str, Any] = {"minimum": 1}
+_NOT_NEGATIVE: dict[str, Any] = {"minimum": 0}
+BrokerId = Annotated[Int32, Field(json_schema_extra=_NOT_NEGATIVE)]
+"""A broker id in a request: never negative (an unregistered one is INVALID_REPLICA_ASSIGNMENT)."""
 
 MAX_BATCH_ITEMS = 1000
 """The default of ``request.max.batch.items``: items (topics, partitions, chunks) in one batch
@@ -170,8 +180,8 @@ class KafkaTopicList(BaseModel):
 class ReplicaAssignment(RequestBody):
     """The replicas of one partition of a new topic, preferred leader first."""
 
-    partition_id: Int32
-    broker_ids: list[Int32]
+    partition_id: Int32 = Field(json_schema_extra=_NOT_NEGATIVE)
+    broker_ids: list[BrokerId] = Field(json_schema_extra={"minItems": 1, "uniqueItems": True})
 
 
 class CreateTopicConfig(RequestBody):
@@ -195,8 +205,8 @@ class CreateTopicBody(RequestBody):
 
     # The name's rules are declared, and checked by the route (INVALID_TOPIC_EXCEPTION).
     topic_name: str = Field(json_schema_extra=TOPIC_NAME_SCHEMA)
-    partitions_count: Int32 | None = None
-    replication_factor: Int16 | None = None
+    partitions_count: Int32 | None = Field(default=None, json_schema_extra=_COUNT_OR_DEFAULT)
+    replication_factor: Int16 | None = Field(default=None, json_schema_extra=_COUNT_OR_DEFAULT)
     replicas_assignments: list[ReplicaAssignment] | None = None
     configs: list[CreateTopicConfig] | None = Field(default=None,
                                                      max_length=MAX_CONFIG_ENTRIES)
@@ -206,7 +216,7 @@ class CreateTopicBody(RequestBody):
 class UpdateTopicBody(RequestBody):
     """Raise the topic's partition count to ``partitions_count`` (KIP-195: absolute)."""
 
-    partitions_count: Int32
+    partitions_count: Int32 = Field(json_schema_extra=_POSITIVE)
     validate_only: StrictBool = False
 
 

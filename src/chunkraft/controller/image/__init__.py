@@ -1,8 +1,8 @@
 """The metadata image: immutable state built from records by deltas.
 
 ``MetadataImage.EMPTY`` + ``MetadataDelta.replay(record)`` ... ``apply()`` -> a new image;
-``image.to_records()`` writes it back out; ``delta.topics_delta.local_changes(broker_id)`` is
-what a broker's ReplicaManager needs.
+``image.to_records()`` writes it back out; ``compute_local_changes(delta.topics_delta,
+broker_id)`` is what a broker's ReplicaManager needs.
 """
 
 from chunkraft.controller.image.acls import AclsDelta, AclsImage
@@ -16,6 +16,7 @@ from chunkraft.controller.image.local_changes import (
     LocalPartition,
     LocalReplicaChanges,
     TopicIdPartition,
+    compute_local_changes,
 )
 from chunkraft.controller.image.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdsImage
 from chunkraft.controller.image.provenance import MetadataProvenance
@@ -42,4 +43,5 @@ __all__ = [
     "TopicImage",
     "TopicsDelta",
     "TopicsImage",
+    "compute_local_changes",
 ]

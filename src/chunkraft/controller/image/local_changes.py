@@ -1,5 +1,8 @@
 """What a metadata delta asks of one broker's replicas: all a ReplicaManager needs.
 
+``compute_local_changes(delta.topics_delta, broker_id)`` reads a :class:`TopicsDelta` and its base
+image; the delta does not know this module (the dependency runs one way: delta <- local changes).
+
 For broker ``b`` and each partition the delta touches (``old`` / ``new``: the partition's active
 chunk before and after; ``chunks``: its inactive chunks), as docs/image.md specifies:
 

@@ -6,7 +6,6 @@ import uuid
 
 import immutables
 
-from chunkraft.controller.image.local_changes import LocalReplicaChanges, compute_local_changes
 from chunkraft.controller.image.partition_merge import merge_partition_change
 from chunkraft.controller.image.topics import TopicImage, TopicsImage
 from chunkraft.errors import InvariantError
@@ -147,8 +146,9 @@ class TopicDelta:
 class TopicsDelta:
     """Topic changes on top of a base :class:`TopicsImage`; not thread-safe (one replayer).
 
-    ``local_changes(broker_id)`` tells a broker's ReplicaManager what this delta means for the
-    replicas that broker hosts.
+    What a delta means for the replicas one broker hosts is computed from it, outside it:
+    ``compute_local_changes(delta, broker_id)`` (local_changes.py) reads ``changed`` and
+    ``deleted``; the delta itself knows nothing of brokers.
     """
 
     def __init__(self, base: TopicsImage) -> None:
@@ -235,7 +235,3 @@ class TopicsDelta:
             by_id[topic_id] = topic
             by_name[topic.name] = topic
         return TopicsImage(by_id.finish(), by_name.finish())
-
-    def local_changes(self, broker_id: int) -> LocalReplicaChanges:
-        """What this delta asks of the replicas on ``broker_id`` (see local_changes.py)."""
-        return compute_local_changes(self, broker_id)

@@ -66,5 +66,18 @@ def test_the_document_declares_the_bounds_validation_enforces() -> None:
     assert "ANY" not in acl["properties"]["resource_type"]["enum"]
     assert acl["properties"]["pattern_type"]["enum"] == ["LITERAL", "PREFIXED"]
     assert acl["then"] == {"properties": {"resource_name": {"const": "kafka-cluster"}}}
+    expand = paths["/v3/clusters/{cluster_id}/topics/{topic_name}"]["patch"]["requestBody"][
+        "content"]["application/json"]["schema"]
+    assert expand["properties"]["partitions_count"]["minimum"] == 1
+    create = paths["/v3/clusters/{cluster_id}/topics"]["post"]["requestBody"]["content"][
+        "application/json"]["schema"]
+    for count in ("partitions_count", "replication_factor"):  # -1: the default; never 0
+        assert create["properties"][count]["minimum"] == -1
+        assert create["properties"][count]["not"] == {"const": 0}
+    assignment = create["properties"]["replicas_assignments"]["anyOf"][0]["items"]["properties"]
+    assert assignment["partition_id"]["minimum"] == 0
+    assert assignment["broker_ids"]["items"]["minimum"] == 0
+    assert (assignment["broker_ids"]["minItems"], assignment["broker_ids"]["uniqueItems"]) == (
+        1, True)
     voters = paths["/controller/v1/quorum/voters"]["post"]["requestBody"]
     assert voters["required"] is True

@@ -38,6 +38,11 @@ def test_create_a_topic_then_the_errors_kafka_gives() -> None:
                            {"topic_name": "big", "replication_factor": 4})
             await v3.error("POST", "/topics", 400, "INVALID_PARTITIONS",
                            {"topic_name": "none", "partitions_count": 0})
+            await v3.error("POST", "/topics", 400, "INVALID_REPLICATION_FACTOR",
+                           {"topic_name": "none", "replication_factor": 0})
+            await v3.error("POST", "/topics", 400, "INVALID_REPLICA_ASSIGNMENT",
+                           {"topic_name": "none", "replicas_assignments": [
+                               {"partition_id": 0, "broker_ids": [-1]}]})
             await v3.error("POST", "/topics", 400, "INVALID_REQUEST",
                            {"topic_name": "both", "partitions_count": 1,
                             "replicas_assignments": [{"partition_id": 0, "broker_ids": [1]}]})
@@ -89,6 +94,9 @@ def test_patch_raises_the_partition_count_with_kip_195_errors() -> None:
             assert message == "Topic already has 4 partition(s)."
             await v3.error("PATCH", "/topics/orders", 400, "INVALID_PARTITIONS",
                            {"partitions_count": 3})
+            # below the schema's minimum of 1: still Kafka's answer, not a generic refusal
+            await v3.error("PATCH", "/topics/orders", 400, "INVALID_PARTITIONS",
+                           {"partitions_count": 0})
             await v3.error("PATCH", "/topics/nope", 404, "UNKNOWN_TOPIC_OR_PARTITION",
                            {"partitions_count": 3})
             await v3.error("PATCH", "/topics/orders", 400, "INVALID_REQUEST",

@@ -1,6 +1,12 @@
 """The KIP-1114 scenarios, as a broker's ReplicaManager sees them."""
 
-from chunkraft.controller.image import ChunkCreate, ChunkDelete, ChunkKey, MetadataDelta
+from chunkraft.controller.image import (
+    ChunkCreate,
+    ChunkDelete,
+    ChunkKey,
+    MetadataDelta,
+    compute_local_changes,
+)
 from chunkraft.controller.image.local_changes import TopicIdPartition
 from chunkraft.records import ChunkChangeRecord, PartitionChangeRecord, RemoveTopicRecord
 from tests.unit.controller.image.support import TOPIC_ID, chunk, partition, replay, topic
@@ -19,21 +25,21 @@ def _cut_to_broker_1() -> MetadataDelta:
 
 
 def test_cut_stops_the_old_chunk_on_its_replica_and_keeps_the_data() -> None:
-    changes = _cut_to_broker_1().topics_delta.local_changes(0)
+    changes = compute_local_changes(_cut_to_broker_1().topics_delta, 0)
     assert list(changes.chunk_stops) == [ChunkKey(TOPIC_ID, 0, 0)]
     assert changes.chunk_stops[ChunkKey(TOPIC_ID, 0, 0)].stop_offset == 14
     assert not changes.deletes and not changes.chunk_deletes and not changes.leaders
 
 
 def test_cut_makes_the_new_leader_copy_the_overlap_first() -> None:
-    changes = _cut_to_broker_1().topics_delta.local_changes(1)
+    changes = compute_local_changes(_cut_to_broker_1().topics_delta, 1)
     assert TP in changes.leaders and TP in changes.elected_leaders
     create = changes.chunk_creates[ChunkKey(TOPIC_ID, 0, 15)]
     assert create == ChunkCreate("orders", 15, 19, (0,), True)
 
 
 def test_unrelated_broker_sees_nothing() -> None:
-    assert _cut_to_broker_1().topics_delta.local_changes(2).is_empty()
+    assert compute_local_changes(_cut_to_broker_1().topics_delta, 2).is_empty()
 
 
 def test_moving_an_inactive_chunk_creates_then_deletes() -> None:
@@ -42,18 +48,19 @@ def test_moving_an_inactive_chunk_creates_then_deletes() -> None:
     delta.replay(ChunkChangeRecord(partition_id=0, topic_id=TOPIC_ID, start_offset=0,
                                    replicas=(2, 0), isr=(0,), adding_replicas=(2,),
                                    removing_replicas=(0,), epoch=1))
-    begin = delta.topics_delta.local_changes(2)
+    begin = compute_local_changes(delta.topics_delta, 2)
     assert begin.chunk_creates == {
         ChunkKey(TOPIC_ID, 0, 0): ChunkCreate("orders", 0, 9, (0,), False)
     }
-    assert delta.topics_delta.local_changes(0).is_empty()  # still serving while the copy runs
+    # still serving while the copy runs
+    assert compute_local_changes(delta.topics_delta, 0).is_empty()
     moving = delta.apply()
     done = MetadataDelta(moving)
     done.replay(ChunkChangeRecord(partition_id=0, topic_id=TOPIC_ID, start_offset=0,
                                   replicas=(2,), isr=(2,), epoch=2))
     # broker 0 keeps nothing of the partition any more: the whole partition goes
-    assert done.topics_delta.local_changes(0).deletes == {TP: "orders"}
-    assert done.topics_delta.local_changes(2).is_empty()
+    assert compute_local_changes(done.topics_delta, 0).deletes == {TP: "orders"}
+    assert compute_local_changes(done.topics_delta, 2).is_empty()
 
 
 def test_leaving_one_chunk_while_keeping_others_deletes_only_that_chunk() -> None:
@@ -62,7 +69,7 @@ def test_leaving_one_chunk_while_keeping_others_deletes_only_that_chunk() -> Non
     delta = MetadataDelta(base)
     delta.replay(ChunkChangeRecord(partition_id=0, topic_id=TOPIC_ID, start_offset=0,
                                    replicas=(), epoch=1))
-    changes = delta.topics_delta.local_changes(0)
+    changes = compute_local_changes(delta.topics_delta, 0)
     assert changes.chunk_deletes == {
         ChunkKey(TOPIC_ID, 0, 0): ChunkDelete("orders", 0, 9, False)
     }
@@ -74,11 +81,11 @@ def test_reassigning_the_active_chunk_away_deletes_only_active_data() -> None:
     delta = MetadataDelta(base)
     delta.replay(PartitionChangeRecord(partition_id=0, topic_id=TOPIC_ID, replicas=(1,),
                                        isr=(1,), leader=1))
-    changes = delta.topics_delta.local_changes(0)
+    changes = compute_local_changes(delta.topics_delta, 0)
     assert changes.chunk_deletes == {
         ChunkKey(TOPIC_ID, 0, 10): ChunkDelete("orders", 10, -1, True)
     }
-    assert TP in delta.topics_delta.local_changes(1).leaders
+    assert TP in compute_local_changes(delta.topics_delta, 1).leaders
 
 
 def test_deleting_a_topic_deletes_every_hosted_partition() -> None:
@@ -86,8 +93,8 @@ def test_deleting_a_topic_deletes_every_hosted_partition() -> None:
                    chunk(0, 9, 9, (1,), partition_id=0)])
     delta = MetadataDelta(base)
     delta.replay(RemoveTopicRecord(topic_id=TOPIC_ID))
-    assert delta.topics_delta.local_changes(0).deletes == {TP: "orders"}
-    assert delta.topics_delta.local_changes(1).deletes == {
+    assert compute_local_changes(delta.topics_delta, 0).deletes == {TP: "orders"}
+    assert compute_local_changes(delta.topics_delta, 1).deletes == {
         TP: "orders", TopicIdPartition(TOPIC_ID, 1): "orders"}
 
 
@@ -95,5 +102,5 @@ def test_new_partition_makes_leader_and_followers() -> None:
     base = replay([topic()])
     delta = MetadataDelta(base)
     delta.replay(partition(replicas=(2, 0)))
-    assert TP in delta.topics_delta.local_changes(2).elected_leaders
-    assert TP in delta.topics_delta.local_changes(0).followers
+    assert TP in compute_local_changes(delta.topics_delta, 2).elected_leaders
+    assert TP in compute_local_changes(delta.topics_delta, 0).followers
