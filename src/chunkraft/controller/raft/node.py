@@ -38,6 +38,13 @@ from chunkraft.controller.raft.callbacks import settle
 from chunkraft.controller.raft.checked_journal import CheckedFileJournal, convert_format_1
 from chunkraft.controller.raft.clock import raft_clock
 from chunkraft.controller.raft.dump import DumpHeader, read_dump_header
+from chunkraft.controller.raft.dump_files import (
+    clean_dump_leftovers,
+    export_dump,
+    install_next_dump,
+    next_dump_path,
+    place_placeholder,
+)
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import (
@@ -198,7 +205,7 @@ class RaftNode:
         """The last snapshot export started (a Popen), for tests; None before any."""
         # The raft dir and an empty journal, durable before a term store can name the journal.
         prepare_journal_file(settings.journal_path)
-        self._clean_dump_leftovers()
+        clean_dump_leftovers(settings.dump_path)
         self._check_files()
         self._entry_point = _EntryPoint(self._apply)
         conf = SyncObjConf(
@@ -315,14 +322,9 @@ class RaftNode:
 
     def _start_dump(self, path: str, data: Any) -> None:
         last, previous, members = data
-        placeholder = Path(path)
-        placeholder.unlink(missing_ok=True)
         dump = self.settings.dump_path
-        if dump.exists() and dump.stat().st_size > 0:
-            os.link(dump, placeholder)
-        else:
-            placeholder.write_bytes(b"")
-        upcoming = dump.with_name(dump.name + ".next")
+        place_placeholder(Path(path), dump)
+        upcoming = next_dump_path(dump)
         upcoming.unlink(missing_ok=True)
         names = [str(getattr(member, "address", member)) for member in members]
         ids = {name: node for name in names if (node := self.directory.id_of(name)) is not None}
@@ -352,15 +354,7 @@ class RaftNode:
     def _install_dump(self, written: DumpWritten) -> int:
         """Renames the written ``dump.next`` over pysyncobj's placeholder (tick thread)."""
         dump = self.settings.dump_path
-        upcoming = dump.with_name(dump.name + ".next")
-        try:
-            # Renaming a hard link onto its own inode does nothing, so it may still be there.
-            dump.with_name(dump.name + ".tmp").unlink(missing_ok=True)
-            os.replace(upcoming, dump)
-            fsync_directory(dump.parent)
-        except OSError:
-            logger.exception("installing the Raft dump failed; the journal is kept whole")
-            upcoming.unlink(missing_ok=True)
+        if not install_next_dump(dump):
             return int(SERIALIZER_STATE.FAILED)
         self.dumps_written += 1
         logger.info("Raft dump written at offset %d in %.2f s", written.offset,
@@ -370,29 +364,10 @@ class RaftNode:
         return int(SERIALIZER_STATE.SUCCESS)
 
     def _export_dump(self, dump: Path, offset: int, epoch: int) -> None:
-        """Starts the export of the new dump (``metadata.snapshot.export.dir``); only links
-        the file and spawns a detached process, so the dump thread never waits for it."""
-        directory = self.settings.snapshot_export_dir
-        if directory is None:
-            return
-        try:
-            from chunkraft.export.auto_export import start_dump_export
-
-            self.export_process = start_dump_export(
-                dump, offset, epoch, directory, self.settings.snapshot_export_retain)
-        except Exception:
-            logger.exception("starting the snapshot export of the dump at offset %d failed",
-                             offset)
-
-    def _clean_dump_leftovers(self) -> None:
-        dump = self.settings.dump_path
-        for suffix in (".next", ".tmp", ".1.tmp"):  # ours, pysyncobj's rename, a transfer
-            leftover = dump.with_name(dump.name + suffix)
-            leftover.unlink(missing_ok=True)
-        if dump.exists() and dump.stat().st_size == 0:
-            # A placeholder from a first dump that never completed: the journal is still whole.
-            logger.info("removing the empty placeholder of an unfinished first Raft dump")
-            dump.unlink()
+        process = export_dump(self.settings.snapshot_export_dir,
+                              self.settings.snapshot_export_retain, dump, offset, epoch)
+        if process is not None:
+            self.export_process = process
 
     def _read_dump(self, path: str) -> tuple[Any, Any, Any]:
         # A dump streamed from the leader was renamed into place by pysyncobj with no
