@@ -85,6 +85,9 @@ class _Registered(BaseModel):
     controller_id: int
 
 
+Membership = QuorumMembership | RemoteMembership
+"""The voters of this node's Raft node: in this process, or in its Raft process."""
+
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": ErrorBody, "description": "Bad request (400), no ALTER on the cluster "
             "(403), DUPLICATE_VOTER / VOTER_NOT_FOUND, or a change that would cost the quorum "
@@ -93,7 +96,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
             "change did not commit in time (503): retry with the same Idempotency-Key."}}
 
 
-def _membership(context: ControllerContext) -> QuorumMembership | RemoteMembership | None:
+def _membership(context: ControllerContext) -> Membership | None:
     membership = getattr(context.controller.raft, "membership", None)
     return membership if isinstance(membership, QuorumMembership | RemoteMembership) else None
 
@@ -103,7 +106,7 @@ def _refused(refusal: Refusal) -> JSONResponse:
     return error_response(refusal.error, refusal.message, status)
 
 
-def _answer(context: ControllerContext, membership: QuorumMembership | RemoteMembership, controller_id: int,
+def _answer(context: ControllerContext, membership: Membership, controller_id: int,
             address: str) -> Response:
     body = VoterChangeResponse(
         controller_id=controller_id, raft_address=address,
@@ -131,7 +134,7 @@ async def _await_change(change: Any, what: str) -> Response | None:
     return None
 
 
-async def _prologue(request: Request, body: bytes) -> Response | QuorumMembership | RemoteMembership:
+async def _prologue(request: Request, body: bytes) -> Response | Membership:
     """The refusal (403, 400) or forwarding answer, or the membership to change here."""
     context: ControllerContext = request.app.state.context
     refusal = cluster_refusal(context, principal_of(request), AclOperation.ALTER)
