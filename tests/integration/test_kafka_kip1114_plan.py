@@ -411,7 +411,8 @@ def transactions_across_cuts(cluster: LocalCluster, admin: Admin
 @pytest.mark.parametrize(("consumer", "isolation"), [
     ("aiokafka", "read_committed"), ("confluent-kafka", "read_committed"),
     ("confluent-kafka", "read_uncommitted"), ("kafka-python", "read_committed"),
-    ("kafka-python", "read_uncommitted"), ("kcat", "read_committed")])
+    ("kafka-python", "read_uncommitted"), ("kcat", "read_committed"),
+    ("kafkajs", "read_committed"), ("kafkajs", "read_uncommitted")])
 def test_transactions_across_cuts_read_committed_sees_exactly_the_committed_records(
         cluster: LocalCluster, admin: Admin,
         transactions_across_cuts: dict[str, tuple[str, Records, Records]],

@@ -241,7 +241,8 @@ class KcatGroup(GroupClient):
 class KafkajsGroup(GroupClient):
     """Members inside one node process running tests/kafka_clients/kafkajs/group.js."""
 
-    def __init__(self, cluster: LocalCluster, topic: str, group: str) -> None:
+    def __init__(self, cluster: LocalCluster, topic: str, group: str, *,
+                 read_uncommitted: bool = False) -> None:
         super().__init__(cluster, topic, group)
         self._process = subprocess.Popen(["node", "group.js"], cwd=KAFKAJS_DIR,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -253,7 +254,8 @@ class KafkajsGroup(GroupClient):
                     "sasl": {"mechanism": "plain", "username": settings["sasl.username"],
                              "password": settings["sasl.password"]},
                     "topic": topic, "group": group, "session_timeout_ms": SESSION_MS,
-                    "heartbeat_interval_ms": HEARTBEAT_MS})
+                    "heartbeat_interval_ms": HEARTBEAT_MS,
+                    "read_uncommitted": read_uncommitted})
 
     def _read(self) -> None:
         assert self._process.stdout is not None

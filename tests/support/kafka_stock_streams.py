@@ -9,7 +9,8 @@ reports it (kcat reports nothing: its exit status says whether every record was 
 Producers: kafka-python, confluent-kafka, aiokafka, kcat (a process fed through its standard
 input) and kafkajs (tests/kafka_clients/kafkajs/group.js's producer).
 
-The readers (:data:`READERS`: kafka-python, confluent-kafka, aiokafka, kcat) assign the
+The readers (:data:`READERS`: kafka-python, confluent-kafka, aiokafka, kcat; kafkajs reads
+in a new group of one, having no assign()) assign the
 partitions asked, start at the beginning (ListOffsets earliest) with offset resets turned into
 errors (``none`` / ``error``), at either isolation level, and read each partition until the
 record with the value given as its last has arrived. Every wait is bounded.
@@ -313,6 +314,26 @@ def _read_kcat(cluster: LocalCluster, last: dict[tuple[str, int], bytes],
     return read
 
 
+def _read_kafkajs(cluster: LocalCluster, last: dict[tuple[str, int], bytes],
+                  isolation: str) -> Read:
+    """kafkajs has no assign(): a group of one member per topic, new (so from the earliest
+    offset: its ``fromBeginning``), reading until each partition's last record."""
+    progress = _Progress(last)
+    for topic in sorted({topic for topic, _ in last}):
+        group = KafkajsGroup(cluster, topic, f"reader-{uuid.uuid4().hex[:8]}",
+                             read_uncommitted=isolation == "read_uncommitted")
+        try:
+            group.start("reader")
+            wanted = {tp for tp in last if tp[0] == topic}
+            while not wanted <= progress.done and progress.more():
+                for _, partition, offset, key, value in group.drain():
+                    progress.add(topic, partition, offset, key, value)
+                time.sleep(0.2)
+        finally:
+            group.close()
+    return progress.read
+
+
 READERS: dict[str, Callable[[LocalCluster, dict[tuple[str, int], bytes], str], Read]] = {
     "kafka-python": _read_kafka_python, "confluent-kafka": _read_confluent,
-    "aiokafka": _read_aiokafka, "kcat": _read_kcat}
+    "aiokafka": _read_aiokafka, "kcat": _read_kcat, "kafkajs": _read_kafkajs}

@@ -4,7 +4,8 @@
 // answered with exactly one JSON line on stdout, {"ok": true, "result": ...} or
 // {"ok": false, "error": "..."}:
 //   {"op": "connect", "brokers": [...], "sasl": {...}, "topic": "t", "group": "g",
-//    "session_timeout_ms": 6000, "heartbeat_interval_ms": 500}     first, once
+//    "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
+//    "read_uncommitted": false}                                     first, once
 //   {"op": "produce", "records": [[key, value], ...]}   acks=all, idempotent, in order
 //   {"op": "start", "member": "name"}                   a group member subscribes and runs
 //   {"op": "stop", "member": "name"}                    that member disconnects (leaves)
@@ -50,6 +51,7 @@ async function start(command) {
     // kafkajs heartbeats between fetches: a short long-poll lets a member hear of a
     // rebalance (and disconnect) within a heartbeat, not after its default 5 s wait.
     maxWaitTimeInMs: 250,
+    readUncommitted: Boolean(settings.read_uncommitted),
   });
   await consumer.connect();
   await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
