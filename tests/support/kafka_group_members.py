@@ -242,7 +242,7 @@ class KafkajsGroup(GroupClient):
     """Members inside one node process running tests/kafka_clients/kafkajs/group.js."""
 
     def __init__(self, cluster: LocalCluster, topic: str, group: str, *,
-                 read_uncommitted: bool = False) -> None:
+                 read_uncommitted: bool = False, live_brokers_only: bool = False) -> None:
         super().__init__(cluster, topic, group)
         self._process = subprocess.Popen(["node", "group.js"], cwd=KAFKAJS_DIR,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -250,7 +250,12 @@ class KafkajsGroup(GroupClient):
         self._answers: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, name="kafkajs-group", daemon=True).start()
         settings = cluster.kafka_client_settings()
-        self._call({"op": "connect", "brokers": cluster.kafka_bootstrap_servers.split(","),
+        # kafkajs keeps retrying a seed broker that refuses connections (its backoff grows to
+        # minutes) instead of trying the next: a reader after a kill seeds with live ones.
+        brokers = ([f"127.0.0.1:{b.kafka_port}" for b in cluster.broker_nodes.values()
+                    if b.running and b.kafka_port] if live_brokers_only
+                   else cluster.kafka_bootstrap_servers.split(","))
+        self._call({"op": "connect", "brokers": brokers,
                     "sasl": {"mechanism": "plain", "username": settings["sasl.username"],
                              "password": settings["sasl.password"]},
                     "topic": topic, "group": group, "session_timeout_ms": SESSION_MS,

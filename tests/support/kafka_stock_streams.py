@@ -321,7 +321,8 @@ def _read_kafkajs(cluster: LocalCluster, last: dict[tuple[str, int], bytes],
     progress = _Progress(last)
     for topic in sorted({topic for topic, _ in last}):
         group = KafkajsGroup(cluster, topic, f"reader-{uuid.uuid4().hex[:8]}",
-                             read_uncommitted=isolation == "read_uncommitted")
+                             read_uncommitted=isolation == "read_uncommitted",
+                             live_brokers_only=True)
         try:
             group.start("reader")
             wanted = {tp for tp in last if tp[0] == topic}
