@@ -62,7 +62,8 @@ class QuorumStatus:
     timeout: a follower that misses that much starts an election)."""
     campaign_refused: bool = False
     """This node is at term MAX_EPOCH (the largest int32 epoch), has heard from no leader for
-    an election timeout, and will not start an election past it (issue 24)."""
+    an election timeout, and will not start an election past it
+    (no epoch field could hold the next term)."""
     leadership_changes: int = 0
     """Times the leader this node knows changed (another node, or a new term), the first
     election included: 1 in a quorum that has been steady since this node started."""
