@@ -49,9 +49,7 @@ from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import (
     MAX_EPOCH,
-    EpochOutOfRangeError,
     ProposedBatch,
-    encode_entry,
 )
 from chunkraft.controller.raft.image_host import (
     DumpRequest,
@@ -62,7 +60,12 @@ from chunkraft.controller.raft.image_host import (
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.journal_file import prepare_journal_file
 from chunkraft.controller.raft.leadership_watch import LeadershipWatch
-from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
+from chunkraft.controller.raft.log import (
+    QuorumStatus,
+    TickWatch,
+    VoterStatus,
+    encode_proposal,
+)
 from chunkraft.controller.raft.membership import (
     JOINING_MARKER,
     QuorumMembership,
@@ -467,14 +470,8 @@ class RaftNode:
 
     def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
         future: Future[tuple[BatchOutcome, ...]] = Future()
-        if self._closed:
-            future.set_exception(ProposalError("the node is stopping"))
-            return future
-        try:
-            payload = encode_entry(batches)
-        except EpochOutOfRangeError as error:
-            # A term past int32 cannot be led with : "not the controller", never a 500.
-            future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+        payload = encode_proposal(batches, future, stopping=self._closed)
+        if payload is None:
             return future
 
         def callback(result: Any, error: int) -> None:
