@@ -3,7 +3,7 @@
 A module of its own, outside ``chunkraft.api`` and ``chunkraft.broker_agent``, so each side
 imports only this: importing anything under ``chunkraft.api.v3`` loads the whole REST
 package, half a second of every broker's start-up (which counts against a restarted broker's
-3 s to be registered and unfenced, issue 15).
+3 s to be registered and unfenced).
 """
 
 from __future__ import annotations

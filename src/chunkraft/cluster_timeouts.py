@@ -5,7 +5,7 @@ or it is not coming (a host cut off drops the SYN, and the next try comes only a
 So brokers and controllers give a connection attempt :data:`CONNECT_TIMEOUT_S`, whatever the
 request's own timeout: a cut-off controller costs a broker's heartbeat two seconds before it
 tries the next controller, not the whole heartbeat's timeout (which outlived the broker's session
-in the multi-host test, issue 18). Clients outside the cluster use Kafka's
+in the multi-host test). Clients outside the cluster use Kafka's
 ``socket.connection.setup.timeout.ms`` (10 s, ``chunkraft.client.admin``).
 """
 

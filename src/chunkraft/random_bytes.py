@@ -4,7 +4,7 @@
 whichever thread holds it: up to a switch interval (5 ms), about 0.9 ms on average with one busy
 thread beside it on this machine (``uuid.uuid4()`` went from 1.8 us alone to 893 us). A
 controller's loop drew 16 bytes per created topic (its id) that way while the Raft thread was
-busy beside it (issue 17's profile). One read of 4 KiB serves 256 such draws. The bytes are the
+busy beside it (as a profile showed). One read of 4 KiB serves 256 such draws. The bytes are the
 same kernel CSPRNG's, handed out once each; a forked child starts with an empty pool, so parent
 and child never hand out the same bytes.
 """

@@ -1,4 +1,4 @@
-"""The web console (issue 21) in a real headless Chromium against a real cluster: 3 controller
+"""The web console in a real headless Chromium against a real cluster: 3 controller
 processes and 3 broker agents on 127.0.0.1.
 
 A person logs in with the admin's token, opens a topic, cuts a chunk from the page and sees the
@@ -42,7 +42,7 @@ SCREENSHOTS_ENV = "CHUNKRAFT_CONSOLE_SCREENSHOTS"
 TOPIC = "orders"
 PARTITIONS = 3
 LIVE_BUDGET = 1.0
-"""Seconds from a cut committed elsewhere to the open timeline showing it (issue 21)."""
+"""Seconds from a cut committed elsewhere to the open timeline showing it (the console's budget)."""
 WAIT = 30.0
 
 

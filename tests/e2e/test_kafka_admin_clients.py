@@ -1,4 +1,4 @@
-"""Issue 32's "Tests": the stock Kafka clients administer a real chunkraft cluster.
+"""The stock Kafka clients administer a real chunkraft cluster.
 
 One module, one cluster: 3 controllers and 3 broker agents on 127.0.0.1, every node with a
 SASL_PLAINTEXT Kafka listener. Each case runs with each client that has the call (kcat,

@@ -1,4 +1,4 @@
-"""The KIPs' test plans, as issue 6 writes them, against 3 controllers and 3 broker agents.
+"""The KIPs' test plans, as written, against 3 controllers and 3 broker agents.
 
 Every process is real (one LocalCluster for the module: controllers 1..3, brokers 0..2 on
 127.0.0.1); the tests use only public APIs: the admin REST API (:class:`AdminClient`) for

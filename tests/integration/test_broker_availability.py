@@ -1,4 +1,4 @@
-"""Broker agents stay available under load and restart at once (issue 15), as real processes on
+"""Broker agents stay available under load and restart at once, as real processes on
 127.0.0.1 with the default 9 s broker session:
 
 (a) a broker stopped cleanly (SIGTERM, controlled shutdown) and restarted is registered and

@@ -209,7 +209,7 @@ def test_sigint_stops_a_background_job(run_cluster: Callable[..., ClusterCommand
     assert not _ignores_sigint(command.process.pid), "the SIGINT handler was not installed"
     pids = [pid for _, pid in command.nodes().values()]
     assert len(pids) == 1 and _is_chunkraft(pids[0])
-    # it names the web console, which answers there (issue 21)
+    # it names the web console, which answers there
     ((url, _),) = command.nodes().values()
     assert f"  web console: {url}/ui  " in command.out()
     assert httpx.get(f"{url}/ui/login", timeout=10).status_code == 200

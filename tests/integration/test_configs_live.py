@@ -1,5 +1,5 @@
-"""Configurations applied live by real processes (3 controllers + 3 brokers on 127.0.0.1),
-issue 19: a topic's retention.ms, or its retention.bytes over the partition's chunks, makes the
+"""Configurations applied live by real processes (3 controllers + 3 brokers on 127.0.0.1):
+a topic's retention.ms, or its retention.bytes over the partition's chunks, makes the
 controller delete an inactive chunk, and every broker drop it from disk; min.insync.replicas
 and max.message.bytes refuse produces; all without restarting a broker.
 

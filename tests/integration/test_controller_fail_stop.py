@@ -1,10 +1,10 @@
-"""Fail-stop with real controller processes (issue 24): a node whose applied entries the leader's
+"""Fail-stop with real controller processes: a node whose applied entries the leader's
 log contradicts exits with status 70 and a CRITICAL line instead of truncating them; the other
 two keep leading, writing and agreeing on the image, and removing its ``raft/`` directory brings
 it back on the same image.
 
-Raft's safety rules such a conflict out, so it is made by hand, the way a bug (or issue 24's
-corrupt term, before the record CRC) made it: a stopped follower's journal is rewritten with
+Raft's safety rules such a conflict out, so it is made by hand, the way a bug (or a
+corrupt term no record CRC caught) would make it: a stopped follower's journal is rewritten with
 good CRCs but with the entries of the last term relabelled with the term before it. The node
 starts cleanly ("journal checked": the log is well formed), applies those entries (its journal's
 commit index covers them), loses every election (its last term is older), and when a leader
@@ -125,7 +125,7 @@ def test_a_node_whose_applied_entries_conflict_with_the_leader_fail_stops_and_re
         del leader
 
         # The documented way back: remove its raft/ directory, start it, and it re-syncs onto
-        # the same image (issue 24 saw a re-synced node stay one record behind: not here).
+        # the same image (not one record behind, as a re-synced node once was).
         restore_and_resync(cluster, victim, latest.offset, latest.image_hash)
         create_topics_one_by_one(client, "resynced", 3)
         everyone = wait_converged(cluster, list(cluster.nodes), min_offset=latest.offset + 3)

@@ -276,7 +276,7 @@ def test_flipped_term_vote_byte_stops_the_node_and_a_removed_raft_dir_resyncs(
 
 
 def flip_last_record_term(journal: Path) -> tuple[int, int, int]:
-    """Issue 24's damage: XOR 0xFF into the second-highest byte of the last record's u64 term
+    """One flipped byte: XOR 0xFF into the second-highest byte of the last record's u64 term
     (term 11 became 71776119061217291 there). Returns (the record's byte, Raft index, new
     term)."""
     data = bytearray(journal.read_bytes())
@@ -290,7 +290,7 @@ def flip_last_record_term(journal: Path) -> tuple[int, int, int]:
 
 def test_flipped_term_byte_in_the_last_record_stops_the_node_and_the_quorum_keeps_writing(
         quorum: LocalCluster) -> None:
-    """Issue 24's sequence with real processes: write load, stop a follower, flip a byte of the
+    """A corrupt term with real processes: write load, stop a follower, flip a byte of the
     term of its last journal record, start it. Before the fix it started ("journal checked"),
     won the next election with its huge term, truncated an applied entry on a healthy node and
     left the quorum at a term no epoch could hold (HTTP 500 on every write). Now the record's

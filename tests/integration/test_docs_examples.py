@@ -1,5 +1,6 @@
-"""Every example of docs/api.md (curl) and docs/cli.md (``chunkraft``), run as written against
-a live 3-controller quorum, its answers compared with the documented ones by shape.
+"""Every example of docs/api.md (curl), docs/cli.md (``chunkraft``) and docs/getting-started.md,
+run as written against a live 3-controller quorum, its answers compared with the documented ones
+by shape.
 
 The documents are walked in order, as a reader would type them: ``$ command`` lines (a command
 continues while its quotes are open), each followed by the output the document shows. The
@@ -15,11 +16,14 @@ Shapes, not values (offsets, ids, ports and placements differ from run to run):
   allowed to differ (``Replicas: 2,3,4``, ``broker 2 at http://127.0.0.1:9002``);
 - ``$ echo $?`` is the exit status of the command before.
 
-No broker process runs (as the documents say): brokers 1 to 4 are registered at closed ports
-through the RPC, and where the story needs a broker to have done something (a copy complete)
-the test says it, as :data:`HOOKS` lists. The few examples that cannot run on a shared quorum
-are in :data:`SKIPPED`, each with its reason. One module-scoped cluster serves both documents
-(the topics and ACLs of the first are deleted before the second).
+For api.md and cli.md no broker process runs (as they say): brokers 1 to 4 are registered at
+closed ports through the RPC, and where the story needs a broker to have done something (a copy
+complete) the test says it, as :data:`HOOKS` lists. The few examples that cannot run on a shared
+quorum are in :data:`SKIPPED`, each with its reason. One module-scoped cluster serves every
+document (the topics and ACLs of the first are deleted before the second). getting-started.md
+walks last, on the same quorum: the earlier topics deleted, the placeholder brokers unregistered,
+and broker 0 a real broker agent (the page writes records, and a cut without offsets is made by
+the leader broker); its audit runs the pyarrow engine, as the page does, so no JVM starts.
 """
 
 from __future__ import annotations
@@ -505,3 +509,52 @@ def test_every_cli_example_of_cli_md_prints_as_documented(
     print("slowest cli.md examples (s, line):", sorted(walk.seconds, reverse=True)[:8])
     assert not walk.problems, "\n\n".join(walk.problems)
     assert walk.ran >= 50, f"only {walk.ran} examples ran"
+
+
+# ------------------------------------------------------------------ docs/getting-started.md
+
+
+GETTING_STARTED_SKIPPED = {
+    "chunkraft cluster --dir": "the walk's own quorum plays the cluster the page starts",
+}
+
+
+def _only_broker_0(walk: Walk) -> None:
+    """The page's cluster, made from the module's: no topic or ACL of the other documents, the
+    placeholder brokers 1 to 4 unregistered, and broker 0 a real broker agent, registered and
+    unfenced (the page writes records, and its leader cuts the chunk)."""
+    cluster = walk.cluster
+    base = f"{cluster.nodes[cluster.wait_ready(60)].url}/v3/clusters/{cluster.cluster_id}"
+    with httpx.Client(headers=cluster.headers, timeout=30) as http:
+        for topic in http.get(f"{base}/topics").json()["data"]:
+            deleted = http.delete(f"{base}/topics/{topic['topic_name']}")
+            assert deleted.status_code == 204, deleted.text
+    with admin_client(cluster) as client:
+        for broker in BROKERS:
+            gone = client.write("/unregister-broker", {"broker_id": broker})
+            assert gone.body is not None and gone.body["error_code"] in (0, 102), gone.describe()
+    cluster.grant_broker_acls()
+    cluster.start_broker(0)
+    cluster.wait_brokers_ready([0], timeout=60)
+
+
+def test_the_getting_started_walk_prints_as_documented(
+        quorum: LocalCluster, docs_cluster: tuple[LocalCluster, Path, dict[int, int]]) -> None:
+    cluster, tmp, _ = docs_cluster
+    leader = cluster.wait_ready(60)
+    env = _base_env(cluster)
+    env.update(B=",".join(cluster.urls), C=str(cluster.command_config_path),
+               BROKERS=cluster.broker_url(0), URL=cluster.nodes[leader].url,
+               TOKEN=cluster.admin_token)
+    walk = Walk(cluster, tmp, env)
+    _only_broker_0(walk)
+    (tmp / "getting-started").mkdir(exist_ok=True)
+    try:
+        walk_document(walk, DOCS / "getting-started.md", {}, GETTING_STARTED_SKIPPED,
+                      rewrite=lambda command: command.replace("/tmp/", f"{tmp}/"))
+    finally:
+        cluster.stop_broker(0)
+    print("slowest getting-started.md examples (s, line):",
+          sorted(walk.seconds, reverse=True)[:5])
+    assert not walk.problems, "\n\n".join(walk.problems)
+    assert walk.ran >= 10, f"only {walk.ran} examples ran"

@@ -1,4 +1,4 @@
-"""Hostile and malformed requests against a real 3-controller quorum (issue 15).
+"""Hostile and malformed requests against a real 3-controller quorum.
 
 Each hostile request must be refused with a 4xx or a per-item Kafka error, answered within a
 bound (1 s for the heavy ones, measured around the HTTP call), and change nothing: no leader
@@ -172,7 +172,7 @@ def _wait_token(cluster: LocalCluster, token: str) -> None:
 
 
 def _heavy_expansion(topics: int, per_topic: int) -> dict[str, Any]:
-    """The issue's validate_only createPartitions, sized to stay under the 1 MiB body limit:
+    """A heavy validate_only createPartitions, sized to stay under the 1 MiB body limit:
     ``topics`` x ``per_topic`` manual assignments of three brokers."""
     return {"validate_only": True, "topics": [
         {"topic_name": f"heavy-{i}", "partitions_count": 1 + per_topic,
@@ -251,7 +251,7 @@ def test_over_limit_items_are_policy_violation_at_once(attack: Attack) -> None:
                              attack.v3(node_id, "/topics:create-partitions"), json=body,
                              bound=HEAVY_ANSWER_S)
         assert _item_errors(answer) == ["POLICY_VIOLATION"] * 11
-    # The issue's 100 x 1,000 (about 0.8 MB, 400,000 JSON values) is refused before parsing.
+    # 100 x 1,000 (about 0.8 MB, 400,000 JSON values) is refused before parsing.
     answer = attack.send("admin 100 x 1,000 validate_only", "POST",
                          attack.v3(attack.leader, "/topics:create-partitions"),
                          json=_heavy_expansion(100, 1000), bound=HEAVY_ANSWER_S)

@@ -1,6 +1,6 @@
-"""The Kafka listener's limits on real processes (issue 32, "Limits"): a controller's and a
-broker's Kafka port under oversize, malformed, unauthenticated, silent, slow and too many
-connections, all through raw sockets.
+"""The Kafka listener's limits on real processes (docs/kafka-protocol.md, "Limits"): a
+controller's and a broker's Kafka port under oversize, malformed, unauthenticated, silent, slow
+and too many connections, all through raw sockets.
 
 One module cluster: 3 controllers and 1 broker, every node with small limits
 (:data:`LIMITS`). Each case is run against the leader controller's Kafka port and the broker's.
@@ -361,7 +361,7 @@ def test_api_versions_at_an_unsupported_version_answers_35_at_v0(cluster: LocalC
 
 
 def test_api_versions_advertises_its_own_range(cluster: LocalCluster, node: Node) -> None:
-    """ApiVersions 0-4 (issue 32): the advertised range is the range served, so a client
+    """ApiVersions 0-4: the advertised range is the range served, so a client
     never picks a version the server would not read."""
     with connect(node.port) as client:
         _, answer = client.call(API_VERSIONS, 3, {"client_software_name": "limits-test",

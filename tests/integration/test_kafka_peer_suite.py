@@ -1,4 +1,4 @@
-"""kafka-python's own integration tests against chunkraft (issue 33): the tests listed in
+"""kafka-python's own integration tests against chunkraft's brokers: the tests listed in
 ``tests/peer/kafka_python_passing.txt`` all pass.
 
 The suite is ``test/integration`` of the sdist of the installed kafka-python, downloaded from

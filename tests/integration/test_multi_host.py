@@ -1,4 +1,4 @@
-"""A cluster on seven hosts of its own (issue 18): 3 controller hosts, 3 broker hosts and a
+"""A cluster on seven hosts of its own: 3 controller hosts, 3 broker hosts and a
 client host, each a network namespace with its own address (chunkraft.chaos.netns.Hosts).
 
 Every node runs from the properties file an operator would write on that host

@@ -1,4 +1,4 @@
-"""Replacing a controller while the quorum serves (issue 18, KIP-853): real controller and
+"""Replacing a controller while the quorum serves (KIP-853): real controller and
 broker processes on 127.0.0.1, the CLI as a subprocess.
 
 A controller is killed (its host is gone); the operator removes it, starts a new controller on a

@@ -127,7 +127,7 @@ def test_three_nodes_replicate_and_restart_from_disk(cluster: ClusterFactory) ->
     assert len(expected_image.topics) == BATCHES
 
     # A follower never forwards a proposal to the leader (pysyncobj would: a forwarded barrier
-    # once landed inside the leader's chain of batches, issue 16): it fails NOT_LEADER and
+    # once landed inside the leader's chain of batches): it fails NOT_LEADER and
     # nothing is appended anywhere. Proposals go to the leader, as the HTTP layer sends them.
     follower = next(n for n in nodes.nodes.values() if n is not leader)
     refused = batch([topic_record(BATCHES)], key_=key(BATCHES), expected=BATCHES)

@@ -1,6 +1,6 @@
 """The Raft transport guard against a real 3-controller quorum on 127.0.0.1.
 
-The attack of issue 15: a plain TCP connection to the leader's Raft port announces a 2 GiB
+The attack: a plain TCP connection to the leader's Raft port announces a 2 GiB
 message (``struct.pack('i', 0x7fffffff)``) and sends 16 MiB, then 64 MiB, of zeros; then 200
 connections sit idle on the port. Before the guard, 16 MiB forced an election and 64 MiB stalled
 the Raft thread for about a minute while ``/readyz`` still said ready. Here, all along, an admin
@@ -37,7 +37,7 @@ IDLE_CONNECTIONS = 200
 MAX_WRITES = 2000
 MAX_READY_POLLS = 3000
 WRITE_LATENCY_LIMIT = 2.0
-"""Seconds any one write may take (the issue's target is a p99 of 0.5 s, checked too)."""
+"""Seconds any one write may take (the target is a p99 of 0.5 s, checked too)."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A rolling restart under light client load (issue 18), on real processes on 127.0.0.1: one
+"""A rolling restart under light client load, on real processes on 127.0.0.1: one
 idempotent acks=all producer, one consumer of a group and an admin loop run while every broker,
 then every controller, is restarted one at a time (chunkraft.deploy.rolling_restart). Nothing
 acknowledged may be lost or duplicated, no acknowledged produce nor admin op may fail, and the

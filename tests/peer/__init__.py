@@ -1,4 +1,4 @@
-"""Peers' own test suites run against chunkraft's brokers (issue 33).
+"""Peers' own test suites run against chunkraft's brokers.
 
 :mod:`tests.peer.kafka_python` runs kafka-python's integration tests (``test/integration`` of
 the sdist of the installed version, fetched from PyPI at run time, never kept in this

@@ -1,4 +1,4 @@
-"""Properties of the Raft journal on disk (issue 24): whatever pysyncobj does to it, it reads back
+"""Properties of the Raft journal on disk: whatever pysyncobj does to it, it reads back
 as written; a flipped byte anywhere is refused naming its record; a log that is well framed but
 wrong (a raised or lowered term, a duplicated or missing index) is refused by the log's checks.
 

@@ -369,7 +369,8 @@ class Scenario:
 
 
 OLD_TABLES = ("configs", "controllers", "local_configs")
-"""Tables exports written before issue 19 lack (``write_scenario(..., old=True)``)."""
+"""Tables that exports written before configurations were metadata lack
+(``write_scenario(..., old=True)``)."""
 
 
 def write_scenario(scenario: Scenario, directory: Path, *, old: bool = False) -> AuditInputs:

@@ -1,4 +1,4 @@
-"""The stock Kafka admin clients behind one small interface, for the e2e tests of issue 32.
+"""The stock Kafka admin clients behind one small interface, for the e2e tests.
 
 One adapter per client, each exposing the same operations where the client has the call:
 

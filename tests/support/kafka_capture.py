@@ -48,7 +48,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 NODE_ID = 1
 CLUSTER_ID = "chunkraft-capture"
 
-# The API keys the server lists in its ApiVersions answers: the admin set of issue 32, with
+# The API keys the server lists in its ApiVersions answers: the admin set, with
 # ranges consistent with each other (kafka-python infers a broker version from them; these
 # read as Kafka 3.3+). Only ApiVersions, SaslHandshake, SaslAuthenticate and Metadata are
 # answered: a client that sends anything else has its connection closed.

@@ -1,4 +1,4 @@
-"""Client load through a rolling restart, and the count after it (issue 18).
+"""Client load through a rolling restart, and the count after it.
 
 :class:`RollLoad` runs, against a LocalCluster with brokers, until :meth:`RollLoad.stop`:
 

@@ -90,7 +90,7 @@ class ControllerContext:
             limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
             # One TLS context for all of them: each default one loads the system's CA bundle
             # (about 50 ms, 0.25 s on a busy host), which held the loop for seconds at the
-            # first forwarded write when every client built its own (issue 17's profile).
+            # first forwarded write when every client built its own (as a profile showed).
             verify = self.ssl_context or ssl.create_default_context()
             timeout = cluster_timeout(self.forward_timeout)
             self._pool = [httpx.AsyncClient(timeout=timeout, limits=limits, verify=verify)

@@ -5,10 +5,11 @@ two never disagree. The checks, in order: the node has not learnt from the other
 that it is not a voter (:mod:`chunkraft.api.voter_standing`); the metadata log is applying; the
 Raft thread has ticked within the longest election timeout (a thread stalled that long loses its
 followers or its leader while its other state still reads "leader, quorum"); the Raft term fits
-the int32 epoch (a node at a larger term can neither lead nor follow a leader that could write,
-issue 24); the node is not stuck at the last epoch (at term 2^31-1 with no leader, it refuses to
-campaign); a leader is known; this node is in touch with a majority; it has applied all but
-:data:`READY_MAX_LAG_ENTRIES` of the entries it knows are committed.
+the int32 epoch (a node at a larger term, say after one flipped journal byte, can neither lead
+nor follow a leader that could write); the node is not stuck at the last epoch (at term 2^31-1
+with no leader, it refuses to campaign); a leader is known; this node is in touch with a
+majority; it has applied all but :data:`READY_MAX_LAG_ENTRIES` of the entries it knows are
+committed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """LifecycleThread: a broker's registration and heartbeats on a thread and event loop of their own.
 
-Why a thread: measured under produce load plus admin load (issue 15), the broker's
+Why a thread: measured under produce load plus admin load (bench/bench_hostile.py), the broker's
 ``/broker/v1/status`` took up to 16.1 s to answer, and the heartbeat task, on the same asyncio
 loop as produce, fetch, replication and disk work, waited as long: the controller fenced a
 broker that was only busy (9 s session). Here the :class:`BrokerLifecycle` runs on its own

@@ -13,8 +13,8 @@ controller says ``should_shut_down`` (or ``controlled.shutdown.timeout.ms`` pass
 stops, the tasks are cancelled, the logs are flushed and closed, and the process exits 0. A
 second signal skips the wait.
 
-The ReplicaManager, LogManager, peer client, ProducerIdManager and HTTP app are other modules'
-(parts C, A2 and D of issue 5); they are looked up at start so that this module runs, with
+The ReplicaManager, LogManager, peer client, ProducerIdManager and HTTP app are other modules';
+they are looked up at start so that this module runs, with
 stand-ins, while one of them is missing (the stand-ins serve ``/healthz`` and
 ``/broker/v1/status`` and keep no replicas).
 """

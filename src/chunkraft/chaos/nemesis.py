@@ -5,7 +5,7 @@ quiet period. Every fault is logged with its start and heal times on the same cl
 history (``time.monotonic_ns()``, system-wide), so a campaign can line faults up with the
 operations they met.
 
-The faults (issue 16):
+The faults:
 
 - ``partition``: cut the leader's host from every other host; heal: routes restored.
 - ``halves``: split the controllers' hosts into two halves; heal: routes restored.

@@ -1,4 +1,4 @@
-"""The web console: ``/ui`` on every controller (issue 21).
+"""The web console: ``/ui`` on every controller.
 
 Pages for the cluster, brokers, topics (with each partition's chunk timeline), configurations,
 ACLs and the latest audit report, served from the controller's own process behind its own

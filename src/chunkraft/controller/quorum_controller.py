@@ -399,7 +399,8 @@ class QuorumController:
         epoch = self.raft.epoch()
         if epoch > MAX_EPOCH:
             # Whatever the Raft layer says, a term past int32 cannot be written in a batch
-            # (issue 24): answer "not the controller", never let struct.error become a 500.
+            # (one flipped journal byte can make one): answer "not the controller", never let
+            # struct.error become a 500.
             raise ApiException(
                 Errors.NOT_CONTROLLER,
                 f"node {self.raft.node_id} is at Raft term {epoch}, above {MAX_EPOCH}, the "

@@ -112,7 +112,7 @@ def test_readyz_quorum_describe_and_metrics_show_a_stalled_raft_thread() -> None
 
 
 def test_a_term_no_epoch_can_hold_is_not_ready() -> None:
-    """Issue 24: at term 71776119061217291 no leader could commit; /readyz must say so."""
+    """At term 71776119061217291 (one flipped journal byte) no leader can commit: not ready."""
     ticks = TickWatch(ELECTION_TIMEOUT_MAX)
     ticks.tick()
     at_the_limit = dataclasses.replace(leader_status(ticks), epoch=MAX_EPOCH)

@@ -17,7 +17,7 @@ def test_ids_are_unique_and_named_area_dot_rule() -> None:
         assert re.fullmatch(r"[a-z_]+", name), rule.id
 
 
-def test_every_area_of_the_issue_has_rules() -> None:
+def test_every_audit_area_has_rules() -> None:
     assert {rule.id.partition(".")[0] for rule in RULES} == AREAS
 
 

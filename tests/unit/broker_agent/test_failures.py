@@ -1,4 +1,4 @@
-"""Every data-plane failure is a Kafka error code and one log line (issue 15): a partition
+"""Every data-plane failure is a Kafka error code and one log line: a partition
 whose log fails answers UNKNOWN_SERVER_ERROR (KAFKA_STORAGE_ERROR for an I/O error) and the
 others of the request are unaffected; a log at the end of its offsets answers
 OFFSET_OUT_OF_RANGE."""

@@ -1,4 +1,4 @@
-"""High-watermark checkpoints written by the disk worker thread (issue 15): the file I/O runs
+"""High-watermark checkpoints written by the disk worker thread: the file I/O runs
 off the event loop, the loop records what was written, stop waits for the worker, and a log
 deleted and recreated under the same name never gets the old log's checkpoint."""
 

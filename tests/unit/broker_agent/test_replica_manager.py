@@ -247,7 +247,7 @@ def test_acks_all_waits_for_every_isr_member(tmp_path: Path) -> None:
 def test_an_acks_all_wait_survives_the_epoch_bump_of_an_expansion(tmp_path: Path) -> None:
     """KIP-253's createPartitions bumps the leader epoch of every existing partition while
     its leader stays: a produce waiting for the ISR across the bump is answered 0, not
-    NOT_LEADER_OR_FOLLOWER (issue 23: the flaky data-plane test)."""
+    NOT_LEADER_OR_FOLLOWER (a data-plane test once failed so under load)."""
     async def scenario() -> None:
         cluster = Cluster(tmp_path)
         await cluster.start(replicas=(0, 1, 2))

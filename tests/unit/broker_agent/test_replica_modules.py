@@ -1,4 +1,4 @@
-"""The ReplicaManager's split (issue 15): the seams import one way, none imports the manager
+"""The ReplicaManager's split: the seams import one way, none imports the manager
 back (not even for type checking), and each module stays well under 600 lines."""
 
 from __future__ import annotations

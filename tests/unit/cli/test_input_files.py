@@ -1,6 +1,6 @@
 """Reading the files a command names (chunkraft.cli.input_files): hostile files are one-line
 errors naming the file, never a traceback, for the helper and for every command that reads a
-file (issue 15)."""
+file."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def container(objects: dict[tuple[str, str], dict[str, Any]], kind: str, name: s
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_the_overlays_keep_what_the_issue_asks_for(overlay: str) -> None:
+def test_the_overlays_keep_the_quorum_services_namespaces_and_volumes(overlay: str) -> None:
     objects = by_name(render(KUBERNETES / "overlays" / overlay))
     namespace = {"dev": "chunkraft-dev", "production": "chunkraft"}[overlay]
     assert {o["metadata"].get("namespace") for o in objects.values()} == {namespace}

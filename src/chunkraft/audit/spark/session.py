@@ -43,7 +43,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.memory": "2g",
     # Adaptive execution re-plans at every shuffle; the audit's plans have one big shuffle.
     # The 1M-partition audit (report.json seconds.total) took 45.7 s and 50.9 s without it,
-    # 51.0 s and 52.9 s with it (bench/RESULTS.md, issue 7).
+    # 51.0 s and 52.9 s with it (bench/RESULTS.md, 2026-11-22).
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
 }

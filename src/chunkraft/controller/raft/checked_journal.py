@@ -2,7 +2,7 @@
 
 pysyncobj 0.3.17's ``FileJournal`` frames a record as ``u32 size | u64 index | u64 term | command
 | u32 size`` with no checksum. chunkraft's CRCs cover only its own payload inside the command, so
-a flipped byte in a record's index or term went unseen: in issue 24 one flipped term byte made a
+a flipped byte in a record's index or term went unseen: once, one flipped term byte made a
 follower win an election and overwrite an applied entry elsewhere. This module replaces that
 file (``node.py`` hands it to pysyncobj in place of ``FileJournal``) with format 2::
 

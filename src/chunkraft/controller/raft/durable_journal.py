@@ -1,6 +1,6 @@
 """DurableJournal: the Raft journal file with a durable term/vote and a sync on demand.
 
-pysyncobj 0.3.17 never fsyncs its journal (upstream issue 84), and stores term and vote without
+pysyncobj 0.3.17 never fsyncs its journal (its GitHub issue #84), and stores term and vote without
 an fsync and without a checksum (``term_vote.py``); chunkraft's own journal file
 (``checked_journal.py``) syncs only when asked. Raft needs
 the term and vote on stable storage before a message that depends on them is sent, and a log

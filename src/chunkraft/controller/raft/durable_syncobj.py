@@ -2,7 +2,7 @@
 
 pysyncobj 0.3.17 sends a follower's acknowledgement (``next_node_idx``) right after it appends
 the entries to its mmap'ed journal, and a leader counts itself toward the commit of an entry
-as soon as it has appended it; neither is on disk then (upstream issue 84). A power loss of a
+as soon as it has appended it; neither is on disk then (its GitHub issue #84). A power loss of a
 majority can therefore lose an entry the leader counted as committed. Raft (and etcd) make the
 entries durable first.
 
@@ -20,12 +20,13 @@ This subclass, used with ``durable_journal.DurableJournal``:
   after their acknowledgements arrive (the sync at the start of the next tick finds nothing
   left to do).
 
-It also drops, and logs, every message carrying a term outside 0..MAX_EPOCH (``term_range.py``,
-issue 24) before pysyncobj reads it: such a term is never adopted, voted for or appended. And a
-node at term MAX_EPOCH never campaigns, since its candidate term would be MAX_EPOCH + 1: its
-election deadline is held back while it is not the leader, and once that deadline has passed
-(no leader heard from for an election timeout) :attr:`DurableSyncObj.campaign_refused` is true
-and one error is logged. It can still follow a leader of term MAX_EPOCH; it can never elect one.
+It also drops, and logs, every message carrying a term outside 0..MAX_EPOCH (``term_range.py``;
+one flipped byte makes such a term) before pysyncobj reads it: such a term is never adopted,
+voted for or appended. And a node at term MAX_EPOCH never campaigns, since its candidate term
+would be MAX_EPOCH + 1: its election deadline is held back while it is not the leader, and once
+that deadline has passed (no leader heard from for an election timeout)
+:attr:`DurableSyncObj.campaign_refused` is true and one error is logged. It can still follow a
+leader of term MAX_EPOCH; it can never elect one.
 
 Before raising its term for an election, a node asks for pre-votes (``pre_vote.py``): a node
 the leader still reaches, or one in a minority, never raises the term, so a follower that
@@ -279,8 +280,8 @@ class DurableSyncObj(SyncObj):  # type: ignore[misc]
         # queued on a node that lost leadership (a paused old leader, say) carries its stale
         # view, and a forwarded barrier (which takes an offset anywhere) landed in the middle
         # of the new leader's chain, where it filled exactly the gap a refused batch left, so
-        # the next batch applied on a state it was not validated against (nemesis campaign,
-        # issue 16). So a node that is not the leader fails what it has queued, NOT_LEADER.
+        # the next batch applied on a state it was not validated against (found by the
+        # nemesis campaign). So a node that is not the leader fails what it has queued, NOT_LEADER.
         if not self._isLeader():
             self.commands_refused += self._fail_queued_commands()
             return

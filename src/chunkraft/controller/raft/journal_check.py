@@ -11,12 +11,12 @@ chunkraft never writes membership or code-version commands (dynamic membership i
 those are refused too: a command pysyncobj would skip must not hide an entry. A journal still in
 pysyncobj's format 1 (no record CRC) gets every check but the CRC, then is converted.
 
-Terms get two more checks (issue 24), which hold whatever the CRC says (a format-1 journal has
-none, and a bug could write a bad term under a good CRC). pysyncobj starts with
-``currentTerm = max(stored term, last entry's term)``, so one flipped byte in the last record's
-term made a follower's log look the most up to date: it won the next election, overwrote an
-applied entry elsewhere, and pushed the quorum to a term no epoch field can hold. A node only
-ever appends entries of a term it has first stored as its current term
+Terms get two more checks (a flipped term byte once reached a quorum), which hold whatever the
+CRC says (a format-1 journal has none, and a bug could write a bad term under a good CRC).
+pysyncobj starts with ``currentTerm = max(stored term, last entry's term)``, so one flipped byte
+in the last record's term made a follower's log look the most up to date: it won the next
+election, overwrote an applied entry elsewhere, and pushed the quorum to a term no epoch field
+can hold. A node only ever appends entries of a term it has first stored as its current term
 (``DurableJournal.setCurrentTerm`` is durable before the entry arrives), so an entry whose term
 exceeds the stored current term (``journal.term``) is damage, as is any term above
 :data:`~.entry.MAX_EPOCH`.

@@ -8,11 +8,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
-from chunkraft.controller.raft.entry import ProposedBatch
+from chunkraft.controller.raft.entry import EpochOutOfRangeError, ProposedBatch, encode_entry
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.errors import ChunkraftError
 
-__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "TickWatch", "VoterStatus"]
+__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "TickWatch", "VoterStatus",
+           "encode_proposal"]
 
 
 class ProposalError(ChunkraftError):
@@ -25,6 +26,21 @@ class ProposalError(ChunkraftError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"the proposal's outcome is unknown: {reason}")
         self.reason = reason
+
+
+def encode_proposal(batches: Sequence[ProposedBatch], future: Future[tuple[BatchOutcome, ...]],
+                    *, stopping: bool) -> bytes | None:
+    """The entry's bytes for a proposal; None, with ``future`` failed, if the node is stopping
+    or a batch's epoch cannot be encoded (a term past int32 cannot be led with: the proposer
+    hears "not the controller", never a 500)."""
+    if stopping:
+        future.set_exception(ProposalError("the node is stopping"))
+        return None
+    try:
+        return encode_entry(batches)
+    except EpochOutOfRangeError as error:
+        future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +78,8 @@ class QuorumStatus:
     timeout: a follower that misses that much starts an election)."""
     campaign_refused: bool = False
     """This node is at term MAX_EPOCH (the largest int32 epoch), has heard from no leader for
-    an election timeout, and will not start an election past it (issue 24)."""
+    an election timeout, and will not start an election past it
+    (no epoch field could hold the next term)."""
     leadership_changes: int = 0
     """Times the leader this node knows changed (another node, or a new term), the first
     election included: 1 in a quorum that has been steady since this node started."""

@@ -49,9 +49,7 @@ from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import (
     MAX_EPOCH,
-    EpochOutOfRangeError,
     ProposedBatch,
-    encode_entry,
 )
 from chunkraft.controller.raft.image_host import (
     DumpRequest,
@@ -62,7 +60,12 @@ from chunkraft.controller.raft.image_host import (
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.journal_file import prepare_journal_file
 from chunkraft.controller.raft.leadership_watch import LeadershipWatch
-from chunkraft.controller.raft.log import ProposalError, QuorumStatus, TickWatch, VoterStatus
+from chunkraft.controller.raft.log import (
+    QuorumStatus,
+    TickWatch,
+    VoterStatus,
+    encode_proposal,
+)
 from chunkraft.controller.raft.membership import (
     JOINING_MARKER,
     QuorumMembership,
@@ -284,7 +287,7 @@ class RaftNode:
 
     def _fail_stop(self, first_index: int, why: str) -> NoReturn:
         """Ends the process: a leader would replace an entry this node applied (a broken Raft
-        invariant, issue 24). Nothing is truncated and nothing more is applied or acknowledged;
+        invariant). Nothing is truncated and nothing more is applied or acknowledged;
         the exit status says why, and removing ``raft/`` re-syncs the node from the quorum."""
         logger.critical(
             "FAIL-STOP: the leader's log conflicts with Raft index %d, which this node has "
@@ -304,7 +307,7 @@ class RaftNode:
         outcomes = self.host.apply(payload)
         # Told at once, not at the end of the tick: the rest of the tick (the commit index to
         # the followers, the next proposals and their sync) would delay every long poll of
-        # the metadata stream that waits for this entry (issue 17, propagation).
+        # the metadata stream that waits for this entry (propagation to brokers).
         for listener in self._apply_listeners:
             _call_safely(listener)
         return outcomes
@@ -406,7 +409,7 @@ class RaftNode:
         renamed into place but before pysyncobj compacted the journal to it (one tick later)
         leaves a journal that starts earlier and goes on past the dump: clearing it would drop
         synced, possibly acknowledged, entries. So do the compaction pysyncobj missed first
-        (found by the power-cut harness's model; issue 16)."""
+        (found by the power-cut harness's model)."""
         journal = getattr(getattr(self, "_syncobj", None), "_SyncObj__raftLog", None)
         if journal is None or len(journal) < 2:
             return
@@ -467,14 +470,8 @@ class RaftNode:
 
     def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
         future: Future[tuple[BatchOutcome, ...]] = Future()
-        if self._closed:
-            future.set_exception(ProposalError("the node is stopping"))
-            return future
-        try:
-            payload = encode_entry(batches)
-        except EpochOutOfRangeError as error:
-            # A term past int32 cannot be led with (issue 24): "not the controller", never a 500.
-            future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+        payload = encode_proposal(batches, future, stopping=self._closed)
+        if payload is None:
             return future
 
         def callback(result: Any, error: int) -> None:
@@ -489,7 +486,7 @@ class RaftNode:
         self._entry_point.commit_batches(payload, callback=callback)
 
     def is_leader(self) -> bool:
-        # A leader whose term no epoch field can hold cannot commit anything (issue 24): it
+        # A leader whose term no epoch field can hold cannot commit anything: it
         # says it is not the controller, so clients look elsewhere and get no 500.
         return (bool(self._syncobj._isLeader()) and bool(self._syncobj.hasQuorum)
                 and self.epoch() <= MAX_EPOCH)

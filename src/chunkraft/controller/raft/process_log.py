@@ -37,9 +37,9 @@ from typing import Any, NoReturn
 from chunkraft.controller.image.controllers import ControllersImage
 from chunkraft.controller.raft.callbacks import settle
 from chunkraft.controller.raft.dump import _entry_from_json
-from chunkraft.controller.raft.entry import EpochOutOfRangeError, ProposedBatch, encode_entry
+from chunkraft.controller.raft.entry import ProposedBatch
 from chunkraft.controller.raft.image_host import DumpRequest, InProcessImageHost
-from chunkraft.controller.raft.log import ProposalError, QuorumStatus
+from chunkraft.controller.raft.log import ProposalError, QuorumStatus, encode_proposal
 from chunkraft.controller.raft.membership import Voter, VoterDirectory
 from chunkraft.controller.raft.node import RaftSettings
 from chunkraft.controller.raft.process_channel import (
@@ -268,13 +268,8 @@ class RaftProcessLog:
 
     def propose(self, batches: Sequence[ProposedBatch]) -> Future[tuple[BatchOutcome, ...]]:
         future: Future[tuple[BatchOutcome, ...]] = Future()
-        if self._closing:
-            future.set_exception(ProposalError("the node is stopping"))
-            return future
-        try:
-            payload = encode_entry(batches)
-        except EpochOutOfRangeError as error:
-            future.set_exception(ProposalError(f"EPOCH_OUT_OF_RANGE: {error}"))
+        payload = encode_proposal(batches, future, stopping=self._closing)
+        if payload is None:
             return future
         request_id = next(self._ids)
         self._pending[request_id] = future

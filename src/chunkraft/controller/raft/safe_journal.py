@@ -18,7 +18,7 @@ unless this node has applied them: an applied entry is committed, so every later
 it at the same index and term (Leader Completeness), and it is kept.
 
 An applied entry is never truncated. A leader whose entry conflicts with one this node applied
-means a Raft safety property is already broken (in issue 24, a follower elected on a corrupt
+means a Raft safety property is already broken (once, a follower elected on a corrupt
 term overwrote an applied entry of a healthy node): going on would apply a second, different
 history on top of the first. The journal then calls its ``on_applied_truncation`` *instead of*
 truncating; ``node.py`` makes that a fail-stop (CRITICAL log, exit status

@@ -1,7 +1,7 @@
 """Term range: a Raft message carrying a term no epoch can hold is dropped, never adopted.
 
 The Raft term is chunkraft's KRaft epoch, an int32 in every batch (``entry.py``). pysyncobj's
-terms are unbounded Python ints, and a node adopts any higher term it hears of: in issue 24 one
+terms are unbounded Python ints, and a node adopts any higher term it hears of: once, one
 flipped byte in a follower's journal became term 71776119061217291, spread to the whole quorum
 in one election, and from then on no leader could encode its barrier (``struct.error``, HTTP
 500 on every write). Raft gives no way back from a term once adopted, so the range is enforced

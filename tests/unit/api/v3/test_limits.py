@@ -139,7 +139,7 @@ def test_a_cut_at_an_offset_no_log_can_hold_is_invalid_request(tmp_path: Path) -
 
 
 def test_the_unauthorized_heavy_request_costs_no_validation(tmp_path: Path) -> None:
-    """The issue's attack, scaled to the default limits: a validate_only createPartitions of
+    """A heavy attack, scaled to the default limits: a validate_only createPartitions of
     11 topics x 1,000 manual assignments (over the 10,000 of request.max.assignments, under
     request.max.json.values) from a principal that may alter none of them. It is refused per
     topic from the counts and the ACLs alone: no operation runs (the quorum's write path is

@@ -1,5 +1,5 @@
 """An exception no route handled is answered with a Kafka error body and one log line, never
-Starlette's plain-text 500 and a traceback (issue 15)."""
+Starlette's plain-text 500 and a traceback."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A log's offsets end at 2^63 - 2 (its end offset must still be an int64): an append that
-would pass it is refused OFFSET_OUT_OF_RANGE and writes nothing (issue 15: a cut at 2^63 - 1
-made the next produce fail with a struct.error)."""
+would pass it is refused OFFSET_OUT_OF_RANGE and writes nothing (unchecked, a cut at 2^63 - 1
+would make the next produce fail with a struct.error)."""
 
 from __future__ import annotations
 

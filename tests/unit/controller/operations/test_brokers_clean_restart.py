@@ -1,4 +1,4 @@
-"""A broker that finished a controlled shutdown registers its next incarnation at once (issue 15):
+"""A broker that finished a controlled shutdown registers its next incarnation at once:
 every way a heartbeat says "shut down now" leaves the mark in the image, and register_broker
 reads it instead of waiting out the old session."""
 

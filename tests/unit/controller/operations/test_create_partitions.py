@@ -264,7 +264,7 @@ def test_two_topics_expanded_together_each_bump_only_their_own_partitions() -> N
 def test_the_record_budget_is_checked_before_any_assignment_is_looked_at(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An expansion too large to write is refused from its counts alone: a request of many
-    assignments costs nothing per assignment (issue 15: 300 x 1,000 took seconds)."""
+    assignments costs nothing per assignment (300 x 1,000 once took seconds)."""
     # The package re-exports the function under the module's name: fetch the module itself.
     module = importlib.import_module("chunkraft.controller.operations.create_partitions")
     checked: list[object] = []

@@ -177,7 +177,7 @@ def test_a_new_leader_syncs_its_no_op_before_its_first_commit_loop(
     assert events == ["fdatasync through 2"]
 
 
-# ---------------------------------------------------------------- the last epoch (issue 24)
+# ---------------------------------------------------------------- the last epoch
 
 
 def _one_voter_at(term: int) -> DurableSyncObj:

@@ -1,7 +1,7 @@
 """DurableSyncObj never lets pysyncobj forward a proposal to another node: a command queued on a
 node that is not the leader fails NOT_LEADER, and a forwarded one ('apply_command') is dropped.
 
-Found by the nemesis campaign (issue 16): a paused old leader, resumed as a follower, had its
+Found by the nemesis campaign: a paused old leader, resumed as a follower, had its
 queued leadership barrier forwarded to the new leader, which appended it in the middle of its
 own chain of batches; the barrier's record took the offsets a refused batch would have, and the
 next batch applied on a state it was not validated against (a chunk vanished)."""

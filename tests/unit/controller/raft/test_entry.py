@@ -97,7 +97,7 @@ def test_arbitrary_bytes_never_raise_anything_else(garbage: bytes, prefix: bytes
 
 @given(st.integers(MAX_EPOCH + 1, 2**64))
 def test_an_epoch_past_int32_is_a_typed_error_not_a_struct_error(epoch: int) -> None:
-    """Issue 24: a term of 71776119061217291 made every barrier raise struct.error (HTTP 500)."""
+    """A term of 71776119061217291 made every barrier raise struct.error (HTTP 500)."""
     batch = ProposedBatch(b"\x01" * 16, ANY_OFFSET, epoch, 0, (b"\x00",), b"")
     with pytest.raises(EpochOutOfRangeError, match=str(epoch)):
         encode_entry([BATCHES[0], batch])

@@ -179,7 +179,8 @@ def _every_flip_is_refused(journal: bytes, path: Path, record: Record) -> int:
 
 def test_every_flipped_byte_of_the_last_record_is_refused(journal: bytes, path: Path) -> None:
     """Size, index, term, command and CRC: whatever byte changes, the record's CRC32C fails
-    (issue 24's term flip included), and the report names the file, the record and its index."""
+    (the flipped term byte that once reached a quorum included), and the
+    report names the file, the record and its index."""
     assert _every_flip_is_refused(journal, path, records_of(journal)[-1]) > 4 * 150
 
 
@@ -429,7 +430,7 @@ def test_a_dump_good_passes_and_a_bad_one_is_a_journal_error(tmp_path: Path) -> 
         check_dump(path)
 
 
-# ---------------------------------------------------------------- terms (issue 24)
+# ---------------------------------------------------------------- terms
 
 
 def flip_term_byte(journal: bytes, record: Record, byte: int, mask: int = 0xFF) -> bytes:
@@ -437,7 +438,7 @@ def flip_term_byte(journal: bytes, record: Record, byte: int, mask: int = 0xFF) 
     return flip(journal, record.term_at + byte, mask)
 
 
-def test_the_issue_24_flip_is_refused_naming_file_record_and_index(
+def test_the_flipped_term_byte_is_refused_naming_file_record_and_index(
     journal: bytes, path: Path
 ) -> None:
     """The issue's exact damage: the term's second-highest byte of the last record flipped.
@@ -454,7 +455,7 @@ def test_the_issue_24_flip_is_refused_naming_file_record_and_index(
                 f"CRC32C (it reads index {record.index}, term {huge})") in str(error.value)
 
 
-def test_format_1_the_issue_24_flip_is_refused_naming_file_byte_and_index(
+def test_format_1_the_flipped_term_byte_is_refused_naming_file_byte_and_index(
     journal_1: bytes, path: Path
 ) -> None:
     """Without a record CRC (a journal not converted yet) the term checks refuse it."""
@@ -546,7 +547,7 @@ def test_a_node_refuses_to_start_on_a_term_above_its_stored_term(
 def test_a_flipped_byte_stops_the_node_at_start_naming_file_byte_and_index(
     journal: bytes, tmp_path: Path, where: str, field: str
 ) -> None:
-    """Issue 24's flipped-byte test, for the index, the term and the payload of the last record
+    """The flipped-byte test, for the index, the term and the payload of the last record
     and of a middle one: the node refuses to start, naming the journal, the record's byte and
     its Raft index, and its journal is left as it was."""
     records = records_of(journal)

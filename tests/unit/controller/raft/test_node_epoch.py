@@ -1,6 +1,6 @@
 """RaftNode at a term no epoch can hold: not the leader, and proposals fail as values.
 
-Issue 24: once the quorum's term passed int32, every barrier raised ``struct.error`` inside
+Once the quorum's term passed int32, every barrier raised ``struct.error`` inside
 ``propose`` and writes answered HTTP 500. A one-voter node is pushed past MAX_EPOCH here, and
 one whose stored term is MAX_EPOCH must never campaign (its candidate term would not fit).
 """

@@ -86,7 +86,7 @@ def test_other_calls_reach_the_wrapped_journal() -> None:
     assert (journal.getCurrentTerm(), journal.getVotedForNodeId()) == (4, "node-2")
 
 
-# ---------------------------------------------------------------- applied entries (issue 24)
+# ---------------------------------------------------------------- applied entries
 
 
 def _applied_journal(applied: int, current_term: int) -> tuple[ConflictOnlyJournal, list[Any]]:
@@ -109,7 +109,7 @@ class _Stopped(Exception):
 def test_a_conflict_with_an_applied_entry_stops_and_truncates_nothing(
     caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Issue 24: a leader elected on a corrupt term sent entry 4 of term 71776119061217291.
+    # As once: a leader elected on a corrupt term sent entry 4 of term 71776119061217291.
     journal, stops = _applied_journal(applied=4, current_term=71776119061217291)
     journal.deleteEntriesFrom(2)
     journal.add(b"x3", 3, 1)

@@ -1,6 +1,6 @@
 """term_range and DurableSyncObj's message check: a term no epoch can hold is never adopted.
 
-Issue 24: a term of 71776119061217291 (one flipped journal byte) reached the whole quorum in
+A term of 71776119061217291 (one flipped journal byte) reached the whole quorum in
 one election. Every Raft message pysyncobj 0.3.17 sends is checked here, field by field, with
 terms just inside and just outside 0..MAX_EPOCH, and the SyncObj subclass is driven without its
 __init__ (no sockets, no tick thread) to show a refused message never reaches pysyncobj.
@@ -22,7 +22,7 @@ from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.pre_vote import PreVote
 from chunkraft.controller.raft.term_range import out_of_range_term, term_in_range
 
-ISSUE_24_TERM = 71776119061217291
+FLIPPED_BYTE_TERM = 71776119061217291
 
 
 def messages(term: int) -> list[dict[str, Any]]:
@@ -50,7 +50,7 @@ def test_every_term_an_epoch_can_hold_passes(term: int) -> None:
 
 
 @given(st.one_of(st.integers(MAX_EPOCH + 1, 2**64), st.integers(max_value=-1),
-                 st.just(ISSUE_24_TERM), st.just(MAX_EPOCH + 1)))
+                 st.just(FLIPPED_BYTE_TERM), st.just(MAX_EPOCH + 1)))
 def test_every_term_field_beyond_an_epoch_is_refused(term: int) -> None:
     for message in messages(term):
         why = out_of_range_term(message)
@@ -99,13 +99,13 @@ def test_an_oversize_term_never_reaches_pysyncobj(
 ) -> None:
     syncobj = node()
     caplog.set_level(logging.ERROR, "chunkraft.controller.raft.durable_syncobj")
-    for message in messages(ISSUE_24_TERM):
+    for message in messages(FLIPPED_BYTE_TERM):
         syncobj._SyncObj__onMessageReceived("peer", message)
     assert reached == []
-    assert syncobj.messages_refused == len(messages(ISSUE_24_TERM))
+    assert syncobj.messages_refused == len(messages(FLIPPED_BYTE_TERM))
     # Logged, but once per interval: a peer repeating the term must not flood the log.
     assert len(caplog.records) == 1
-    assert str(ISSUE_24_TERM) in caplog.text and "never adopted" in caplog.text
+    assert str(FLIPPED_BYTE_TERM) in caplog.text and "never adopted" in caplog.text
     for message in messages(MAX_EPOCH):
         syncobj._SyncObj__onMessageReceived("peer", message)
     assert reached == messages(MAX_EPOCH)
@@ -113,7 +113,7 @@ def test_an_oversize_term_never_reaches_pysyncobj(
 
 def test_a_large_entry_sent_in_pieces_is_checked_when_complete(reached: list[Any]) -> None:
     syncobj = node()
-    for term, passes in ((7, True), (ISSUE_24_TERM, False)):
+    for term, passes in ((7, True), (FLIPPED_BYTE_TERM, False)):
         data = pickle.dumps((b"x" * 100, 9, term))
         syncobj._SyncObj__recvTransmission = data[:50]
         finish = {"type": "append_entries", "term": 7, "commit_index": 3, "prevLogIdx": 8,

@@ -245,7 +245,7 @@ def test_a_client_that_leaves_inside_a_frame_does_not_disturb_the_server(
     run(scenario())
 
 
-def test_default_limits_are_kafkas_and_the_issues() -> None:
+def test_default_limits_are_kafkas_frame_size_idle_and_sasl_timeouts() -> None:
     limits = ConnectionLimits()
     assert limits.max_frame_bytes == 8 * 1024 * 1024
     assert (limits.idle_timeout, limits.sasl_timeout) == (600.0, 10.0)
