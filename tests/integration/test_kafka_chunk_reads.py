@@ -37,7 +37,7 @@ import pytest
 from chunkraft.dataplane.record_batch import decode_records, iter_batches
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
-from tests.support.brokers import broker_cluster, wait_until
+from tests.support.brokers import broker_cluster, kafka_address, wait_until
 from tests.support.kafka_wire import KafkaWire
 
 FETCH, METADATA, CREATE_TOPICS = 1, 3, 19
@@ -63,15 +63,6 @@ def admin_wire(cluster: LocalCluster, broker_id: int = 0) -> KafkaWire:
     wire = KafkaWire(kafka_address(cluster, broker_id))
     assert wire.sasl_plain("admin", cluster.admin_token, private_apis=True)["error_code"] == 0
     return wire
-
-
-def kafka_address(cluster: LocalCluster, broker_id: int) -> str:
-    """Broker ``broker_id``'s Kafka listener, as Metadata gives it."""
-    with KafkaWire(cluster.kafka_bootstrap_servers.split(",")[0]) as wire:
-        assert wire.sasl_plain("admin", cluster.admin_token)["error_code"] == 0
-        answer = wire.call(METADATA, 12, {"topics": []})
-    (broker,) = [b for b in answer["brokers"] if b["node_id"] == broker_id]
-    return f"{broker['host']}:{broker['port']}"
 
 
 def partition_of(wire: KafkaWire, topic: str) -> dict[str, Any]:

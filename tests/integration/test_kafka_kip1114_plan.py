@@ -47,7 +47,7 @@ import pytest
 from chunkraft.client import partition_for_key
 from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
-from tests.support.brokers import broker_cluster, wait_until
+from tests.support.brokers import broker_cluster, kafka_address, wait_until
 from tests.support.kafka_stock import librdkafka_settings, python_settings
 from tests.support.kafka_stock_streams import PRODUCERS, READERS, Feed, Records
 from tests.support.kafka_wire import KafkaWire
@@ -88,15 +88,6 @@ def keyed(tag: str, count: int, first: int = 0, keys: int = KEYS) -> Records:
 
 
 # ------------------------------------------------------------------ the cluster's side
-
-
-def kafka_address(cluster: LocalCluster, broker_id: int) -> str:
-    """Broker ``broker_id``'s Kafka listener, as broker 0's Metadata gives it."""
-    with KafkaWire(cluster.kafka_bootstrap_servers.split(",")[0]) as wire:
-        assert wire.sasl_plain("admin", cluster.admin_token)["error_code"] == 0
-        answer = wire.call(METADATA, 12, {"topics": []})
-    (broker,) = [b for b in answer["brokers"] if b["node_id"] == broker_id]
-    return f"{broker['host']}:{broker['port']}"
 
 
 class Admin:

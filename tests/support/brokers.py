@@ -46,6 +46,13 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0,
     raise AssertionError(f"not within {timeout} s: {what}")
 
 
+def kafka_address(cluster: LocalCluster, broker_id: int) -> str:
+    """Broker ``broker_id``'s Kafka listener (what Metadata advertises for it)."""
+    port = cluster.broker_nodes[broker_id].kafka_port
+    assert port, f"broker {broker_id} has no Kafka listener"
+    return f"127.0.0.1:{port}"
+
+
 def broker_stats(cluster: LocalCluster, broker_id: int, *, timeout: float = 10.0,
                  attempts: int = 3) -> dict[str, Any] | None:
     """The broker's ``/broker/v1/metadata-stats``, None if it does not answer in ``attempts``
