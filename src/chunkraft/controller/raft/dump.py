@@ -32,7 +32,8 @@ from chunkraft.errors import SnapshotError
 from chunkraft.records import decode_records
 from chunkraft.records.files import read_embedded_snapshot_batches, snapshot_batches
 
-__all__ = ["DumpHeader", "RaftEntry", "read_dump", "read_dump_header", "write_dump"]
+__all__ = ["DumpHeader", "RaftEntry", "entry_from_json", "entry_to_json", "read_dump",
+           "read_dump_header", "write_dump"]
 
 MAGIC = b"CRDUMP01"
 _PREFIX = struct.Struct(">8sII")
@@ -62,12 +63,12 @@ class DumpHeader:
         return self.offset + 1
 
 
-def _entry_to_json(entry: Sequence[Any]) -> list[Any]:
+def entry_to_json(entry: Sequence[Any]) -> list[Any]:
     command, index, term = entry
     return [int(index), int(term), base64.b64encode(bytes(command)).decode("ascii")]
 
 
-def _entry_from_json(value: Any) -> RaftEntry:
+def entry_from_json(value: Any) -> RaftEntry:
     index, term, command = value
     return (base64.b64decode(command), int(index), int(term))
 
@@ -92,8 +93,8 @@ def write_dump(
         "offset": image.offset,
         "epoch": max(image.epoch, 0),
         "raft": {
-            "last": _entry_to_json(last_entry),
-            "previous": _entry_to_json(previous_entry),
+            "last": entry_to_json(last_entry),
+            "previous": entry_to_json(previous_entry),
             "members": sorted(members),
             "member_ids": dict(sorted((member_ids or {}).items())),
         },
@@ -146,8 +147,8 @@ def read_dump_header(path: str | os.PathLike[str]) -> DumpHeader:
             cluster_id=uuid.UUID(header["cluster_id"]),
             offset=int(header["offset"]),
             epoch=int(header["epoch"]),
-            last_entry=_entry_from_json(header["raft"]["last"]),
-            previous_entry=_entry_from_json(header["raft"]["previous"]),
+            last_entry=entry_from_json(header["raft"]["last"]),
+            previous_entry=entry_from_json(header["raft"]["previous"]),
             members=tuple(header["raft"]["members"]),
             keys=keys,
             snapshot_start=_PREFIX.size + length,

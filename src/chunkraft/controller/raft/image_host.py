@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -85,11 +86,14 @@ class ImageHost(Protocol):
 
 
 def write_requested_dump(request: DumpRequest, *, state_machine: MetadataStateMachine,
-                         cluster_id: uuid.UUID) -> threading.Thread | None:
+                         cluster_id: uuid.UUID,
+                         on_done: Callable[[DumpWritten | bool], None] | None = None,
+                         ) -> threading.Thread | None:
     """Captures the image and the idempotency keys now (they match ``request.last_entry``
     because the caller applies in Raft order) and writes them to ``request.target`` in a
     thread; None if the image stopped at a corrupt entry (a dump would claim every entry after
-    it, and compaction would drop them). The thread's ``result`` is a DumpWritten or False."""
+    it, and compaction would drop them). The thread's ``result`` is a DumpWritten or False,
+    also handed to ``on_done`` (from the thread) once known."""
     if state_machine.failure is not None:
         return None
     image = state_machine.image
@@ -105,10 +109,12 @@ def write_requested_dump(request: DumpRequest, *, state_machine: MetadataStateMa
             logger.exception("writing the Raft dump failed; the journal is kept whole")
             request.target.unlink(missing_ok=True)
             thread.result = False
-            return
-        logger.debug("the image at offset %d written to the next dump in %.2f s", image.offset,
-                    time.monotonic() - started)
-        thread.result = DumpWritten(image.offset, image.epoch)
+        else:
+            logger.debug("the image at offset %d written to the next dump in %.2f s",
+                         image.offset, time.monotonic() - started)
+            thread.result = DumpWritten(image.offset, image.epoch)
+        if on_done is not None:
+            on_done(thread.result)
 
     thread = _DumpThread(write)
     thread.start()
@@ -133,9 +139,12 @@ class InProcessImageHost:
     def apply(self, payload: bytes) -> tuple[BatchOutcome, ...]:
         return self.state_machine.apply_entry(payload)
 
-    def begin_dump(self, request: DumpRequest) -> bool:
+    def begin_dump(self, request: DumpRequest,
+                   on_done: Callable[[DumpWritten | bool], None] | None = None) -> bool:
+        """Starts the dump (see the protocol); ``on_done`` hears its outcome, for a host that
+        answers someone else rather than being polled."""
         thread = write_requested_dump(request, state_machine=self.state_machine,
-                                      cluster_id=self._cluster_id)
+                                      cluster_id=self._cluster_id, on_done=on_done)
         self._dump = thread if isinstance(thread, _DumpThread) else None
         return thread is not None
 

@@ -25,7 +25,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -36,9 +35,9 @@ from typing import Any, NoReturn
 
 from chunkraft.controller.image.controllers import ControllersImage
 from chunkraft.controller.raft.callbacks import settle
-from chunkraft.controller.raft.dump import _entry_from_json
+from chunkraft.controller.raft.dump import entry_from_json
 from chunkraft.controller.raft.entry import ProposedBatch
-from chunkraft.controller.raft.image_host import DumpRequest, InProcessImageHost
+from chunkraft.controller.raft.image_host import DumpRequest, DumpWritten, InProcessImageHost
 from chunkraft.controller.raft.log import ProposalError, QuorumStatus, encode_proposal
 from chunkraft.controller.raft.membership import Voter, VoterDirectory
 from chunkraft.controller.raft.node import RaftSettings
@@ -192,27 +191,19 @@ class RaftProcessLog:
 
     def _dump(self, message: dict[str, Any]) -> None:
         request = DumpRequest(
-            _entry_from_json(message["last"]), _entry_from_json(message["previous"]),
+            entry_from_json(message["last"]), entry_from_json(message["previous"]),
             tuple(message["members"]), {str(k): int(v) for k, v in message["member_ids"].items()},
             Path(message["target"]))
-        if not self._host.begin_dump(request):
+        if not self._host.begin_dump(request, on_done=self._dump_done):
+            self._dump_done(False)
+
+    def _dump_done(self, written: DumpWritten | bool) -> None:
+        """Answers the Raft process's DUMP (from the dump's own thread once it is written)."""
+        if isinstance(written, DumpWritten):
+            self._send_json_quietly(Kind.DUMP_DONE, {"offset": written.offset,
+                                                     "epoch": written.epoch})
+        else:
             self._send_json_quietly(Kind.DUMP_DONE, {"failed": True})
-            return
-
-        def wait_and_answer() -> None:
-            while True:
-                written = self._host.dump_written()
-                if written is not None:
-                    break
-                time.sleep(0.01)
-            if isinstance(written, bool):
-                self._send_json_quietly(Kind.DUMP_DONE, {"failed": True})
-            else:
-                self._send_json_quietly(Kind.DUMP_DONE, {"offset": written.offset,
-                                                         "epoch": written.epoch})
-
-        threading.Thread(target=wait_and_answer, name="chunkraft-dump-answer",
-                         daemon=True).start()
 
     def _restore(self, path: Path) -> None:
         try:

@@ -25,18 +25,18 @@ import signal
 import socket
 import struct
 import sys
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
 from chunkraft.controller.image.controllers import ControllersImage, replay_controller_registration
+from chunkraft.controller.raft.dump import entry_to_json
 from chunkraft.controller.raft.image_host import DumpRequest, DumpWritten
 from chunkraft.controller.raft.membership import QuorumMembership
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.process_channel import Channel, ChannelClosed, Kind, status_to_json
 from chunkraft.controller.raft.transport_guard import TransportLimits
-from chunkraft.records import ControllerRegistrationRecord, decode_record
+from chunkraft.records import ControllerRegistrationRecord, decode_record, encode_record
 
 __all__ = ["ChannelImageHost", "main", "settings_from_json", "settings_to_json"]
 
@@ -69,8 +69,6 @@ def settings_from_json(value: dict[str, Any]) -> RaftSettings:
 
 def encode_controllers(controllers: ControllersImage) -> bytes:
     """The registrations as records, each u32-framed (what CONTROLLERS carries)."""
-    from chunkraft.records import encode_record
-
     parts = []
     for record in controllers:
         encoded = encode_record(record)
@@ -111,11 +109,9 @@ class ChannelImageHost:
 
     def begin_dump(self, request: DumpRequest) -> bool:
         self._written = None
-        from chunkraft.controller.raft.dump import _entry_to_json
-
         return _send_quietly(self._channel, Kind.DUMP, {
-            "last": _entry_to_json(request.last_entry),
-            "previous": _entry_to_json(request.previous_entry),
+            "last": entry_to_json(request.last_entry),
+            "previous": entry_to_json(request.previous_entry),
             "members": list(request.members), "member_ids": request.member_ids,
             "target": str(request.target)})
 
@@ -156,7 +152,6 @@ class _Server:
         self.node = node
         self.host = host
         self._state: tuple[bool, int | None, int] | None = None
-        self._state_lock = threading.Lock()
 
     def state(self) -> tuple[bool, int | None, int]:
         return (self.node.is_leader(), self.node.leader_id(), self.node.epoch())
@@ -166,14 +161,12 @@ class _Server:
         state = self.state()
         if state == self._state:
             return
-        with self._state_lock:
-            self._state = state
+        self._state = state
         _send_quietly(self.channel, Kind.STATE, {"state": list(state)})
 
     def on_leadership(self, leader: bool) -> None:
         state = self.state()
-        with self._state_lock:
-            self._state = state
+        self._state = state
         _send_quietly(self.channel, Kind.LEADERSHIP, {"state": list(state), "leader": leader})
 
     def serve(self) -> None:
