@@ -30,12 +30,17 @@ async function connect(command) {
     logLevel: logLevel.ERROR, retry: { retries: 10, initialRetryTime: 200 },
     requestTimeout: 15000,
   });
-  producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
   return true;
 }
 
 async function produce(command) {
+  // Made on the first produce only: an idempotent producer's connect asks a broker of the
+  // metadata for its producer id, which a reader (that never produces) must not wait for
+  // while a broker is down.
+  if (!producer) {
+    producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+  }
   const messages = command.records.map(([key, value]) => ({ key, value }));
   for (let i = 0; i < messages.length; i += 500) {
     await producer.send({ topic: settings.topic, acks: -1, compression: CompressionTypes.None,
