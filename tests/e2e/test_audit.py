@@ -273,7 +273,9 @@ def test_damaged_exports_fail_with_one_line_naming_the_file(exported: Exported,
         expected = DAMAGES[damage](copy)
         done, value = audit(copy, copy.parent / "report")
         assert done.returncode == expected.exit_code == 2, f"{done.stdout}\n{done.stderr}"
-        (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(said) == 1, done.stderr
+        (line,) = said
         assert line.startswith("chunkraft audit: error: ") and str(copy / CHUNKS_FILE) in line
         for fragment in expected.fragments:
             assert fragment in line, line

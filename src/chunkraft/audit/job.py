@@ -109,6 +109,11 @@ def _audit(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> AuditRepo
     except Exception as error:
         from chunkraft.audit.spark.errors import describe_spark_error
 
+        # The failure is now described in one line. What Spark logs while it tears down the
+        # failed job's other tasks (a status update racing the stop, at ERROR) is not news,
+        # and would break the one-line contract on stderr.
+        with contextlib.suppress(Exception):
+            spark.sparkContext.setLogLevel("OFF")
         raise _SparkFailure(describe_spark_error(error, _input_files(inputs))) from error
 
 
