@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from chunkraft.deploy.local_cluster import free_ports
-from chunkraft.deploy.steady_leader import LeadershipSample, NodeLeadership
+from chunkraft.local.local_cluster import free_ports
+from chunkraft.local.steady_leader import LeadershipSample, NodeLeadership
 
 __all__ = ["EtcdCluster", "ensure_etcd", "etcd_version", "member_leadership"]
 

@@ -19,7 +19,6 @@ from typing import Any
 from _http_load import percentile
 from chunkraft.broker_agent.config import BrokerConfig
 from chunkraft.controller.config import ControllerConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.kafka.codec.messages import (
     api_specs,
     decode,
@@ -28,6 +27,7 @@ from chunkraft.kafka.codec.messages import (
     request_header_version,
     response_header_version,
 )
+from chunkraft.local.local_cluster import LocalCluster
 
 KAFKA_CONCURRENCY = 8
 """kafka-oversize and kafka-junk: hostile connections in flight at once."""

@@ -35,7 +35,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from chunkraft.deploy.steady_leader import LeadershipSample, NodeLeadership
+from chunkraft.local.steady_leader import LeadershipSample, NodeLeadership
 
 SELF = Path(__file__).resolve()
 
@@ -213,7 +213,7 @@ class RawCluster:
     processes: dict[int, subprocess.Popen[bytes] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from chunkraft.deploy.local_cluster import free_ports
+        from chunkraft.local.local_cluster import free_ports
 
         ports = free_ports(2 * self.size)
         self.raft = [f"127.0.0.1:{p}" for p in ports[: self.size]]

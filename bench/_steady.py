@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from chunkraft.deploy.steady_leader import LeadershipSample, leadership_moved
+from chunkraft.local.steady_leader import LeadershipSample, leadership_moved
 
 __all__ = [
     "KEY",

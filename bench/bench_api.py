@@ -63,7 +63,7 @@ from _controller.load import measured
 from _controller.machine import code_version, other_load
 from _http_load import LoadResult, Workload, percentile, run_load
 from _report import append_section, emit
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 ITEMS = ("middleware", "overhead", "create-topics", "create-partitions", "describe", "metadata")
 ROWS: list[dict[str, Any]] = []

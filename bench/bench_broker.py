@@ -51,8 +51,8 @@ from chunkraft.client.broker_client import (
 )
 from chunkraft.client.controller_rpc import ControllerRpcClient
 from chunkraft.dataplane.record_batch import build_batch, iter_batches
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.batch_frame import ACCEPT_FRAME, MEDIA_TYPE, decode_answer, frame_bytes
 from chunkraft.protocol.data_plane import (
     FetchResponse,

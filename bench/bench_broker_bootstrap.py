@@ -32,7 +32,7 @@ import httpx
 
 from _controller.cluster import CLUSTER_TIMEOUT, Brokers, build_topics, quorum
 from _report import emit
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 
 def vm_hwm_mib(pid: int) -> float | None:

@@ -29,7 +29,7 @@ from _report import emit
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 BATCH = 100
 RECORD_BYTES = 1024

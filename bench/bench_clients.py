@@ -50,7 +50,7 @@ from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import Producer
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 WAIT_S = 60.0
 

@@ -61,7 +61,7 @@ from _controller.throughput import chunkraft_throughput, etcd_throughput, raw_th
 from _controller.verdict import problems as row_problems
 from _etcd import ensure_etcd, etcd_version
 from _report import append_section, command_line
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 TITLE = "Controller quorum: 3 nodes on 127.0.0.1, journal + password on"
 ITEMS = ("partitions", "throughput", "failover", "restart")

@@ -42,8 +42,8 @@ from _etcd import EtcdCluster, ensure_etcd, etcd_version
 from _report import append_section, emit
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.node_process import free_ports
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.node_process import free_ports
 
 RETRY_FOR = 30.0
 WAIT_S = 60.0

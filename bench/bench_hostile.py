@@ -76,7 +76,7 @@ from _kafka_attacks import (
 from _report import append_section, emit
 from _steady import LeadershipWindow, exit_status, failed_rows
 from chunkraft.client.broker_client import AsyncBrokerClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 KAFKA_ATTACKS = ("kafka-oversize", "kafka-junk", "kafka-slow-sasl", "kafka-many-connections")
 ATTACKS = ("baseline", "produce-flood", *KAFKA_ATTACKS, "unauthorized-8mb", "admin-8mb",

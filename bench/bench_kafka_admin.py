@@ -49,8 +49,8 @@ from _controller.cluster import CLUSTER_TIMEOUT, create_pool, post, quorum
 from _http_load import LoadResult, Workload, percentile, run_load
 from _kafka_load import KafkaWorkload, run_kafka_load
 from _steady import LeadershipWindow, exit_status, failed_rows
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.kafka.codec.messages import encode
+from chunkraft.local.local_cluster import LocalCluster
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 FAKE_BROKERS = (1, 2, 3)

@@ -88,7 +88,7 @@ from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import FutureRecordMetadata, Producer, ProducerError
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 BENCH = "kafka_data"
 BROKERS = (0, 1, 2)

@@ -51,7 +51,7 @@ import httpx
 
 from _report import emit
 from _steady import LeadershipWindow, exit_status, failed_rows
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 RUNS = ((100, 1), (1000, 10), (1000, 1))
 """(Operations per second, operations per request): 1,000/s as 100 requests of 10 ACLs, and

@@ -35,7 +35,7 @@ from tests.support.raft import batch, key, topic_record
 from chunkraft.controller.raft import encode_entry
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 
 WARM_UP = 50
 

@@ -6,7 +6,7 @@ directory; ``--topics`` topics of ``--partitions`` partitions with RF 3. While t
 (``tests/support/roll_load.py``): ``--producers`` idempotent acks=all producers at ``--rate``
 records/s each (every value unique), a group of ``--consumers`` consumers reading the topics,
 and an admin loop (create a topic, add a partition to it, describe it) through AdminClient,
-the roll of :mod:`chunkraft.deploy.rolling_restart` restarts the 3 brokers (controlled
+the roll of :mod:`chunkraft.local.rolling_restart` restarts the 3 brokers (controlled
 shutdown, then registered, unfenced and back in every ISR before the next), then the 3
 controllers (followers first, the leader last, each ready and caught up). ``--settle``
 seconds of load before and after it. Then a fresh consumer reads every partition from its
@@ -37,9 +37,9 @@ from tests.support.roll_load import RollLoad, drain
 from _report import emit
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.roll_target import LocalClusterTarget
-from chunkraft.deploy.rolling_restart import RollingRestartError, RollStep, rolling_restart
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.roll_target import LocalClusterTarget
+from chunkraft.local.rolling_restart import RollingRestartError, RollStep, rolling_restart
 
 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:

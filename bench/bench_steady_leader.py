@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from _report import append_section, emit
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.steady_leader import AdminWriter, leaderships_in_logs
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.steady_leader import AdminWriter, leaderships_in_logs
 
 SIZES = (3, 5)
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.test_broker_data_plane import wait_leader

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkraft.chaos.power import PowerSupply
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.cluster_client import admin_client

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _controller.cluster import CLUSTER_TIMEOUT, Brokers, controller_pids
 from _http_load import Workload, percentile, run_load
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 
 def top_frames(collapsed: Path, limit: int) -> dict[str, list[tuple[str, float]]]:

@@ -84,7 +84,7 @@ LEADER_CHANGES = "leader_changes"
 
 def _quorums_of(item: pytest.Item) -> list[Any]:
     """The running local quorums among the test's fixtures (LocalCluster objects)."""
-    from chunkraft.deploy.local_cluster import LocalCluster
+    from chunkraft.local.local_cluster import LocalCluster
 
     funcargs = getattr(item, "funcargs", {})
     found: list[Any] = []
@@ -100,7 +100,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     leader or term moved while it ran, unless it is marked ``leader_changes``: a steady quorum
     elects once and keeps its leader, and the clients' retries of NOT_CONTROLLER would
     otherwise hide a flapping one (they did, for a week)."""
-    from chunkraft.deploy.steady_leader import leadership_moved
+    from chunkraft.local.steady_leader import leadership_moved
 
     watched = [] if item.get_closest_marker(LEADER_CHANGES) else _quorums_of(item)
     before = [cluster.leadership() for cluster in watched]

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from _http_load import new_client
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 CLUSTER_TIMEOUT = 60.0
 Headers = Mapping[str, str]

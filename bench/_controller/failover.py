@@ -22,7 +22,7 @@ from _controller.cluster import CLUSTER_TIMEOUT, Brokers, Headers
 from _controller.results import Results
 from _etcd import EtcdCluster
 from _http_load import new_client, summary
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 
 async def _failover_once(kill: Callable[[], None], target: str, headers: Headers, path: str,

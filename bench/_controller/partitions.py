@@ -15,7 +15,7 @@ from _controller.cluster import CLUSTER_TIMEOUT, post, quorum
 from _controller.results import Results
 from _http_load import percentile
 from _steady import LeadershipWindow
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 
 def bench_partitions(results: Results, cluster: LocalCluster, ops: int) -> None:

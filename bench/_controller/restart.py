@@ -19,7 +19,7 @@ from typing import Any
 from _controller.cluster import CLUSTER_TIMEOUT, Brokers, build_topics, quorum
 from _controller.machine import vm_hwm_mib
 from _controller.results import Results
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 DUMP_LINE = re.compile(r"Raft dump written at offset (\d+) in ([0-9.]+) s")
 NEVER = {"raft.log.compaction.min.entries": "100000000",

@@ -35,7 +35,7 @@ from _etcd import EtcdCluster
 from _http_load import Workload
 from _pysyncobj_front import RawCluster
 from _steady import LeadershipWindow, Sampler
-from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.local.local_cluster import LocalCluster, free_ports
 
 EXTRA_RUNS = ("two client processes", "to a follower")
 """The variants of the 32-client single-op run; the first runs from 2 client processes."""

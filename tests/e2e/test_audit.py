@@ -36,10 +36,10 @@ import pytest
 
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.export.directory import write_export
 from chunkraft.export.manifest import Manifest
 from chunkraft.export.tables import CONTROLLER_TABLES
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid
 from tests.support.audit_integrity import CHUNKS_FILE, DAMAGES
 from tests.support.cluster_client import admin_client, new_key, wait_converged

@@ -19,7 +19,7 @@ import pytest
 
 from chunkraft.cli.cluster import open_local_cluster
 from chunkraft.client.controller_rpc import ControllerRpcClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 RUN_TIMEOUT = 180
 CLUSTER_LINE = re.compile(r"^chunkraft: 3 controllers ready in [\d.]+ s; cluster id (\S+);",

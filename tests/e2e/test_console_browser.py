@@ -34,7 +34,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from chunkraft.client.broker_client import BrokerClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.browser import headless_chromium
 

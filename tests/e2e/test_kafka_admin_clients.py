@@ -32,8 +32,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records.uuids import kafka_uuid_str
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_admin_clients import (

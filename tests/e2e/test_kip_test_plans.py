@@ -38,7 +38,7 @@ from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import Producer
 from chunkraft.dataplane.murmur2 import partition_for_key, positive_hash
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
 from tests.support.brokers import broker_cluster, wait_until
 

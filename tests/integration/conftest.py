@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import wait_converged
 
 BASE_PROPERTIES = {

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.security.certificates import issue_certificate, make_ca
 from chunkraft.security.credentials import revoke_tokens
 from tests.integration.conftest import BASE_PROPERTIES, READY_TIMEOUT, log_tail, stop_cluster

@@ -26,8 +26,8 @@ from crc32c import crc32c
 
 from chunkraft.client.controller_rpc import ControllerRpcClient
 from chunkraft.dataplane.record_batch import MAX_OFFSET, build_batch
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import API, broker_cluster, broker_stats, controller_view, wait_until
 
 RESTART_TARGET_S = 3.0

@@ -23,8 +23,8 @@ from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient, decode_partition
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.dataplane.record_batch import build_batch
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.batch_frame import MEDIA_TYPE, frame_bytes
 from chunkraft.protocol.data_plane import (
     FetchResponse,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chunkraft.client.controller_rpc import ControllerRpcClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import API, broker_cluster, broker_stats, wait_same_image, wait_until
 
 CONTROLLER_PROPERTIES = {

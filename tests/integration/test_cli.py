@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from chunkraft.cli.topics import ALTER_WARNING
-from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.local.local_cluster import LocalCluster, free_ports
 from tests.support.cluster_client import ClusterClient, admin_client, new_key
 from tests.support.kip1114_files import KIP_ALTER, KIP_CREATE
 

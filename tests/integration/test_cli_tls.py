@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.conftest import BASE_PROPERTIES, stop_cluster
 
 CHUNKRAFT = str(Path(sys.executable).parent / "chunkraft")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import chunkraft
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster
 
 SOURCE = str(Path(chunkraft.__file__).resolve().parents[1])

@@ -19,8 +19,8 @@ import pytest
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records import TOPIC_RESOURCE
 from tests.support.brokers import API, broker_cluster, run_everything, wait_until
 

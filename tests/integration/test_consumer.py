@@ -24,8 +24,8 @@ from chunkraft.client.consumer import Consumer, ConsumerRecord
 from chunkraft.client.consumer_fetcher import key_in_range
 from chunkraft.dataplane.murmur2 import partition_for_key
 from chunkraft.dataplane.record_batch import RecordInput
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.data_plane import (
     KEY_HASH_MAX,
     WritableTxnMarker,

@@ -23,7 +23,7 @@ from chunkraft.controller.raft.checked_journal import encode_journal, journal_re
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION
 from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.test_controller_recovery import (
     a_follower,
     client_of,

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import (
     ClusterClient,
     Outcome,

@@ -18,8 +18,8 @@ from chunkraft.controller.raft.checked_journal import journal_records as journal
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.errors import JournalCorruptError
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import (
     ClusterClient,
     admin_client,

@@ -46,7 +46,7 @@ import httpx
 import pytest
 
 from chunkraft.cli.main import main
-from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.local.local_cluster import LocalCluster, free_ports
 from tests.support.cluster_client import admin_client, new_key
 
 REPOSITORY = Path(__file__).resolve().parents[2]

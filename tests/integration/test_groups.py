@@ -17,8 +17,8 @@ import pytest
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.dataplane.murmur2 import positive_hash
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.data_plane import KEY_HASH_MAX
 from tests.support.brokers import broker_cluster, wait_until
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import admin_client, wait_leader
 
 BROKERS = (1, 2, 3)

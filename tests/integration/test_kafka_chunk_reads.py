@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 
 from chunkraft.dataplane.record_batch import decode_records, iter_batches
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, kafka_address, wait_until
 from tests.support.kafka_wire import KafkaWire
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from chunkraft.client.producer import Producer
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_wire import KafkaWire
 

@@ -26,7 +26,7 @@ import pytest
 from crc32c import crc32c
 
 from chunkraft.dataplane.record_batch import Codec, build_batch, iter_batches
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support import kafka_stock as stock
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_stock import (

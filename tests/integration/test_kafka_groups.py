@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_group_members import CLIENTS, GroupClient, Seen, group_client
 from tests.support.kafka_stock import create_topic, keyed, python_settings

@@ -45,8 +45,8 @@ from typing import Any
 import pytest
 
 from chunkraft.client import partition_for_key
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, kafka_address, wait_until
 from tests.support.kafka_stock import librdkafka_settings, python_settings
 from tests.support.kafka_stock_streams import PRODUCERS, READERS, Feed, Records

@@ -44,7 +44,6 @@ from typing import Any
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.kafka.codec.messages import (
     api_specs,
     decode,
@@ -53,6 +52,7 @@ from chunkraft.kafka.codec.messages import (
     request_header_version,
     response_header_version,
 )
+from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.conftest import log_tail
 from tests.support.brokers import broker_cluster, wait_until
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.node_process import free_ports
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.node_process import free_ports
 from tests.support.brokers import kill_everything, wait_until
 
 TIMEOUT = 30

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from chunkraft.client.consumer_group import GroupClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.coordinators import OffsetFetchRequest, OffsetFetchTopicRequest
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.kafka_stock import create_topic, librdkafka_settings, python_settings

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records import NoOpRecord, PartitionRecord, TopicRecord, decode_record
 from tests.support.cluster_client import (
     ClusterClient,

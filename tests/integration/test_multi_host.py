@@ -52,7 +52,7 @@ from chunkraft.deploy.host_config import (
     render_command_config,
     render_controller_properties,
 )
-from chunkraft.deploy.local_cluster import write_private
+from chunkraft.local.local_cluster import write_private
 from chunkraft.security import credentials
 
 CONTROLLERS = 3
@@ -93,12 +93,12 @@ _HTTP = textwrap.dedent("""
     print(json.dumps(answers))
 """)
 
-# Runs KIP-1114's demo story (chunkraft.deploy.client_demo) on the client host against the
+# Runs KIP-1114's demo story (chunkraft.local.client_demo) on the client host against the
 # URLs it is given, with the admin's credentials from the host's --command-config file.
 _DEMO = textwrap.dedent("""
     import json, sys
     from chunkraft.client.command_config import CommandConfig
-    from chunkraft.deploy.client_demo import DemoTarget, run_client_demo
+    from chunkraft.local.client_demo import DemoTarget, run_client_demo
     request = json.load(sys.stdin)
     token = CommandConfig.load(request["command_config"]).token
     brokers = {int(b): url for b, url in request["brokers"].items()}

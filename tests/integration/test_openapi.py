@@ -41,7 +41,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import admin_client, new_key
 
 POSITIVE_EXAMPLES = 15

@@ -28,7 +28,7 @@ import pytest
 from chunkraft.chaos.lazyfs_model import materialize
 from chunkraft.chaos.power import LazyfsMount, PowerSupply, is_mounted, leftover_mounts
 from chunkraft.chaos.power import clean_leftovers as clean_leftover_mounts
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.conftest import BASE_PROPERTIES, READY_TIMEOUT, log_tail, stop_cluster
 from tests.support.cluster_client import admin_client, wait_converged
 from tests.support.power_load import WriteLoad, check_after_restart

@@ -22,7 +22,7 @@ from chunkraft.client.metadata import ClusterMetadata
 from chunkraft.client.partitioner import partition_for_key
 from chunkraft.client.producer import Producer, ProducerError
 from chunkraft.dataplane.record_batch import Record
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.protocol.coordinators import (
     OffsetFetchRequest,
     OffsetFetchResponse,

@@ -23,7 +23,7 @@ import pytest
 
 from chunkraft.client.admin import AdminClient, AdminError
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import wait_until
 from tests.support.cluster_client import wait_converged
 

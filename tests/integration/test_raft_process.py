@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.conftest import READY_TIMEOUT
 from tests.support.cluster_client import admin_client, wait_converged
 from tests.support.power_load import WriteLoad, check_after_restart

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from chunkraft.api.readiness import assess_readiness
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
-from chunkraft.deploy.local_cluster import LocalCluster, free_ports
+from chunkraft.local.local_cluster import LocalCluster, free_ports
 from tests.support.cluster_client import admin_client, new_key, wait_leader
 from tests.support.raft import batch, topic_record, wait_until
 

@@ -1,6 +1,6 @@
 """A rolling restart under light client load, on real processes on 127.0.0.1: one
 idempotent acks=all producer, one consumer of a group and an admin loop run while every broker,
-then every controller, is restarted one at a time (chunkraft.deploy.rolling_restart). Nothing
+then every controller, is restarted one at a time (chunkraft.local.rolling_restart). Nothing
 acknowledged may be lost or duplicated, no acknowledged produce nor admin op may fail, and the
 roll must complete. ``bench/bench_rolling_restart.py`` is the measured, heavier version.
 
@@ -17,9 +17,9 @@ import pytest
 
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.roll_target import LocalClusterTarget
-from chunkraft.deploy.rolling_restart import RollStep, rolling_restart
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.roll_target import LocalClusterTarget
+from chunkraft.local.rolling_restart import RollStep, rolling_restart
 from tests.integration.conftest import log_tail
 from tests.support.roll_load import RollLoad, drain
 

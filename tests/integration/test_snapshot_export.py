@@ -20,9 +20,9 @@ import pytest
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.export.manifest import ExportKind, Manifest
 from chunkraft.export.tables import TABLES_BY_NAME, table_to_records
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records.uuids import kafka_uuid_str, parse_kafka_uuid
 from tests.support.brokers import broker_cluster, wait_until
 from tests.support.cluster_client import image_from_snapshot

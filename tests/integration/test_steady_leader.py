@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.roll_target import LocalClusterTarget
-from chunkraft.deploy.rolling_restart import rolling_restart
-from chunkraft.deploy.steady_leader import AdminWriter, leaderships_in_logs
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.roll_target import LocalClusterTarget
+from chunkraft.local.rolling_restart import rolling_restart
+from chunkraft.local.steady_leader import AdminWriter, leaderships_in_logs
 from tests.integration.conftest import log_tail
 from tests.support.brokers import kill_everything
 

@@ -22,8 +22,8 @@ from chunkraft.client.broker_client import (
     produce_request,
 )
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
 from chunkraft.error_codes import Errors
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import broker_cluster, wait_until
 
 CONTROLLER_PROPERTIES = {

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from chunkraft.client.controller_rpc import ControllerRpcClient
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = [
     "API",

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from chunkraft.controller.image import MetadataDelta, MetadataImage, MetadataProvenance
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records import decode_record
 from chunkraft.records.files import read_batches
 from chunkraft.records.uuids import kafka_uuid_str

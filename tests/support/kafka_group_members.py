@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.kafka_stock import (
     librdkafka_settings,
     produce_aiokafka,

@@ -15,7 +15,7 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.brokers import wait_until
 from tests.support.kafka_wire import KafkaWire
 

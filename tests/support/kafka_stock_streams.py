@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.kafka_group_members import KafkajsGroup
 from tests.support.kafka_stock import librdkafka_settings, python_settings
 

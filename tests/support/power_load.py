@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from tests.support.cluster_client import admin_client, new_key, wait_converged
 
 __all__ = ["AfterRestart", "LoadResult", "WriteLoad", "check_after_restart"]

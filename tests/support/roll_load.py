@@ -33,7 +33,7 @@ from chunkraft.client.admin import AdminClient, AdminError
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import Producer
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = ["DrainResult", "RollLoad", "RollLoadResult", "drain"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from chunkraft.chaos.netns import Hosts
-from chunkraft.deploy.local_cluster import ControllerProcess, LocalCluster
+from chunkraft.local.local_cluster import ControllerProcess, LocalCluster
 
 __all__ = ["NetnsCluster", "NetnsControllerProcess"]
 

@@ -1,7 +1,7 @@
 """PowerSupply: controllers whose data dirs live on lazyfs, and power cuts that lose what a
 real power cut would.
 
-Each controller's ``data_dir`` of a :class:`~chunkraft.deploy.local_cluster.LocalCluster` (or
+Each controller's ``data_dir`` of a :class:`~chunkraft.local.local_cluster.LocalCluster` (or
 of its subclass ``NetnsCluster``) becomes the mountpoint of a lazyfs daemon of its own
 (``chaos/lazyfs.py``) before the node starts: every write is visible at once, but only what
 the controller made durable with its own fsync / fdatasync calls (file data) and directory
@@ -61,7 +61,7 @@ from types import TracebackType
 from chunkraft.chaos.lazyfs import FSNAME
 from chunkraft.chaos.lazyfs_model import MaterializeReport, materialize
 from chunkraft.chaos.netns import pid_alive
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = [
     "OWNER_DIR",

@@ -18,7 +18,7 @@ one at a time (a rolling restart, :mod:`chunkraft.cli.cluster_roll`); ``--rollin
 asks the command serving from ``--dir`` for one and follows it to its end.
 ``--controller-override`` / ``--broker-override [ID:]KEY=VALUE`` put settings into every node's
 properties file, or one node's, checked by the loaders before anything starts
-(:mod:`chunkraft.deploy.node_settings`).
+(:mod:`chunkraft.local.node_settings`).
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from chunkraft.cli.cluster_roll import RollService, follow_rolling_restart, serv
 from chunkraft.cli.errors import InputFileError, ToolError
 from chunkraft.cli.input_files import read_input_json
 from chunkraft.cli.stop_signals import Stopper, StopRequested
-from chunkraft.deploy.local_cluster import LocalCluster, write_private
-from chunkraft.deploy.node_settings import NodeOverride, check_overrides, parse_override
-from chunkraft.deploy.node_watch import NodeExit, reap_exited
 from chunkraft.errors import ConfigError
+from chunkraft.local.local_cluster import LocalCluster, write_private
+from chunkraft.local.node_settings import NodeOverride, check_overrides, parse_override
+from chunkraft.local.node_watch import NodeExit, reap_exited
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -266,7 +266,7 @@ def _serve(cluster: LocalCluster, args: argparse.Namespace, stopper: Stopper) ->
                 print(f"  try: kcat -F {cluster.kafka_client_properties_path} -b "
                       f"{cluster.kafka_bootstrap_servers} -L")
         if args.demo:
-            from chunkraft.deploy.demo_story import run_demo
+            from chunkraft.local.demo_story import run_demo
 
             run_demo(cluster)
         if not args.exit:

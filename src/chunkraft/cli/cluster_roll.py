@@ -2,7 +2,7 @@
 
 Serving side (:class:`RollService`): while ``chunkraft cluster`` serves, its PID is in
 ``<dir>/cluster.pid`` (removed when it exits). SIGUSR1 asks it for a rolling restart
-(:mod:`chunkraft.deploy.rolling_restart`); the handler only counts the request, and the watch
+(:mod:`chunkraft.local.rolling_restart`); the handler only counts the request, and the watch
 loop runs the roll in the main thread, between its looks for dead nodes (which therefore never
 see the roll's own stops). Progress goes to stdout, one line per node, and the roll's record to
 ``<dir>/rolling-restart.json``, rewritten whole (write, then rename) after each step:
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkraft.cli.stop_signals import StopRequested
-from chunkraft.deploy.roll_target import LocalClusterTarget
-from chunkraft.deploy.rolling_restart import RollingRestartError, RollStep, rolling_restart
+from chunkraft.local.roll_target import LocalClusterTarget
+from chunkraft.local.rolling_restart import RollingRestartError, RollStep, rolling_restart
 
 if TYPE_CHECKING:
-    from chunkraft.deploy.local_cluster import LocalCluster
+    from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = [
     "PID_FILE",

@@ -4,7 +4,7 @@ Starts 3 controllers and broker agents 0, 1 and 2 on 127.0.0.1, as ``chunkraft c
 (the same ``--dir``, default ``.chunkraft/local-cluster``, so a second run restarts the same
 cluster with its data), then runs KIP-1114's CreateChunkTest (plain and transactional) and
 AlterChunkAssignmentsTest step by step with the Producer and the Consumer, printing which
-broker served each poll's records (:mod:`chunkraft.deploy.client_demo`). It then serves until
+broker served each poll's records (:mod:`chunkraft.local.client_demo`). It then serves until
 Ctrl-C, or stops at once with ``--exit``; either way every broker (a controlled shutdown) and
 controller it started is stopped. ``chunkraft cluster --demo`` still tells the metadata story
 (registrations, KIP-195 / KIP-253 expansion, a chunk cut and move, a controller failover).
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from chunkraft.cli.errors import ToolError
 from chunkraft.cli.stop_signals import Stopper, StopRequested
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 if TYPE_CHECKING:
     from chunkraft.cli import Subcommands
@@ -120,7 +120,7 @@ def _hints(cluster: LocalCluster, topic: str, out: TextIO) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from chunkraft.deploy.client_demo import DemoError, run_client_demo
+    from chunkraft.local.client_demo import DemoError, run_client_demo
 
     out = sys.stdout
     # SIGINT (Ctrl-C, also for a background job, which starts with SIGINT ignored) and SIGTERM

@@ -1,1 +1,2 @@
-"""Running chunkraft: a local quorum of real processes on 127.0.0.1."""
+"""Tools for the deployment artifacts of ``deploy/``: each host's properties files, and the
+kustomize subset that renders ``deploy/kubernetes``."""

@@ -11,7 +11,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from chunkraft.api.http_guard import ConnectionLimits, uvicorn_options
 from chunkraft.api.tls import CertificateHttpToolsProtocol
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 
 LIMITS = ConnectionLimits(head_timeout_s=0.3, body_timeout_s=0.3, max_connections_per_address=5)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from _steady import WindowLeadership
-from chunkraft.deploy.steady_leader import LeadershipSample, NodeLeadership
+from chunkraft.local.steady_leader import LeadershipSample, NodeLeadership
 
 
 def sample(leader: int | None = 1, epoch: int = 3, changes: int = 1, increments: int = 0, *,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from _etcd import member_leadership
-from chunkraft.deploy.steady_leader import NodeLeadership
+from chunkraft.local.steady_leader import NodeLeadership
 
 STATUS = {"header": {"cluster_id": "14841639068965178418", "member_id": "10276657743932975437",
                      "revision": "1", "raft_term": "2"},

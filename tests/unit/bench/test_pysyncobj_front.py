@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from _pysyncobj_front import node_leadership
-from chunkraft.deploy.steady_leader import NodeLeadership
+from chunkraft.local.steady_leader import NodeLeadership
 
 RAFT = ["127.0.0.1:4001", "127.0.0.1:4002", "127.0.0.1:4003"]
 STATUS = {"leader": "127.0.0.1:4002", "self": "127.0.0.1:4001", "has_quorum": True,

@@ -17,7 +17,7 @@ from _steady import (
     summary_fields,
     window_moved,
 )
-from chunkraft.deploy.steady_leader import LeadershipSample
+from chunkraft.local.steady_leader import LeadershipSample
 from tests.unit.bench.leaderships import MOVED, STEADY, sample
 
 

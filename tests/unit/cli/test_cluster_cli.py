@@ -18,7 +18,7 @@ from chunkraft.cli.cluster import (
 )
 from chunkraft.cli.errors import InputFileError
 from chunkraft.cli.main import main
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 
 @pytest.mark.parametrize(("text", "problem"), [

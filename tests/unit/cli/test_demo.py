@@ -13,7 +13,7 @@ import pytest
 
 from chunkraft.cli.demo import open_cluster
 from chunkraft.cli.main import build_parser
-from chunkraft.deploy.client_demo import ServedRange, served_ranges
+from chunkraft.local.client_demo import ServedRange, served_ranges
 
 
 class Record(NamedTuple):

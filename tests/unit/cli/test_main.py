@@ -50,7 +50,7 @@ def test_a_node_command_does_not_import_the_admin_tools(command: str) -> None:
         "except SystemExit:\n"
         "    pass\n"
         "heavy = ('chunkraft.cli.consume', 'chunkraft.cli.audit', 'chunkraft.audit.job',\n"
-        "         'chunkraft.deploy.local_cluster', 'chunkraft.cli.topics')\n"
+        "         'chunkraft.local.local_cluster', 'chunkraft.cli.topics')\n"
         "print('imported:', ','.join(m for m in heavy if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, check=True)

@@ -11,7 +11,7 @@ import pytest
 
 from chunkraft.cli.main import main
 from chunkraft.cli.quorum_voters import controller_from_config, format_voters
-from chunkraft.deploy.node_process import free_ports
+from chunkraft.local.node_process import free_ports
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 

@@ -26,7 +26,7 @@ from chunkraft.api.v3.models import (
 from chunkraft.controller.raft.entry import ProposedBatch
 from chunkraft.controller.raft.local import LocalRaft
 from chunkraft.controller.raft.state_machine import BatchOutcome
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 from tests.unit.api.support import Node, registration, running_node, start_brokers
 from tests.unit.api.v3.support import V3, names, results
 

@@ -24,8 +24,8 @@ from chunkraft.controller.raft.checked_journal import (
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.term_vote import TermVote, store_term_vote, term_vote_path
-from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, key, topic_record, wait_until
 
 # pysyncobj 0.3.17 leaves files to the garbage collector (MetaStorer.getMeta reads journal.meta

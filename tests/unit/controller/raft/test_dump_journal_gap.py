@@ -23,7 +23,7 @@ from chunkraft.controller.raft import BatchStatus
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.journal_check import check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
 
 # pysyncobj reads journal.meta with an open() it never closes.

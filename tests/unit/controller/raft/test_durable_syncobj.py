@@ -18,7 +18,7 @@ from chunkraft.controller.raft.clock import raft_clock
 from chunkraft.controller.raft.durable_syncobj import DurableSyncObj
 from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.pre_vote import PreVote
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 
 
 class _Journal:

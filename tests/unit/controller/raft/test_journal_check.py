@@ -21,8 +21,8 @@ from chunkraft.controller.raft.dump import write_dump
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.term_vote import TermVote, store_term_vote, term_vote_path
-from chunkraft.deploy.local_cluster import free_ports
 from chunkraft.errors import JournalCorruptError
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
 from tests.unit.controller.raft.test_dump import sample_image
 

@@ -20,7 +20,7 @@ from chunkraft.controller.raft.entry import MAX_EPOCH
 from chunkraft.controller.raft.log import ProposalError
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.term_vote import TermVote, store_term_vote, term_vote_path
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
 
 

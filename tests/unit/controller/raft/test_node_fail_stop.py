@@ -17,7 +17,7 @@ import pytest
 from chunkraft.controller.raft import BatchStatus
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
 from chunkraft.controller.raft.safe_journal import EXIT_APPLIED_TRUNCATION, ConflictOnlyJournal
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
 
 

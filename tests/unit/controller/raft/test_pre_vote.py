@@ -26,7 +26,7 @@ from chunkraft.controller.raft.pre_vote import (
     grants,
     log_up_to_date,
 )
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 
 # ------------------------------------------------------------------ the rules
 

@@ -15,7 +15,7 @@ import pytest
 from chunkraft.controller.raft.node import RaftSettings
 from chunkraft.controller.raft.process_log import RaftProcessError, RaftProcessLog
 from chunkraft.controller.raft.state_machine import BatchStatus
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

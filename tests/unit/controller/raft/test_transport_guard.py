@@ -31,7 +31,7 @@ from chunkraft.controller.raft.transport_guard import (
     _GuardedTcpServer,
 )
 from chunkraft.controller.settings import setting_named
-from chunkraft.deploy.local_cluster import free_ports
+from chunkraft.local.local_cluster import free_ports
 
 PASSWORD = "guard-test"
 ENCRYPTOR = getEncryptor(PASSWORD)

@@ -21,7 +21,7 @@ next node is never restarted while one is out. ``progress`` gets one line per st
 timings. Every wait is bounded by ``timeout`` and polls every ``poll`` seconds.
 
 The roll talks to the cluster through :class:`RollTarget`, a narrow interface:
-:class:`LocalClusterTarget` is the one over a :class:`~chunkraft.deploy.local_cluster.LocalCluster`,
+:class:`LocalClusterTarget` is the one over a :class:`~chunkraft.local.local_cluster.LocalCluster`,
 and the unit tests give a fake. ``guard`` wraps each start (``chunkraft cluster`` passes its
 stopper's ``deferred``, so a signal never cuts a fork in half). Not thread-safe: one roll at a
 time, from the thread that owns the cluster.

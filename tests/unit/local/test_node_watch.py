@@ -1,4 +1,4 @@
-"""Dead nodes of a LocalCluster (chunkraft.deploy.node_watch): reaped at the first look, so no
+"""Dead nodes of a LocalCluster (chunkraft.local.node_watch): reaped at the first look, so no
 zombie stays, and described with PID, exit status or signal, and log file. The children here are
 ``sh`` / ``sleep`` processes standing in for nodes; only their own PIDs are signalled."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.node_watch import NodeExit, exit_status_text, reap_exited
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.node_watch import NodeExit, exit_status_text, reap_exited
 
 LOOK_TIMEOUT = 10.0
 

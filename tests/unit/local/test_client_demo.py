@@ -1,4 +1,4 @@
-"""The demo story's target (chunkraft.deploy.client_demo.DemoTarget): the story itself runs
+"""The demo story's target (chunkraft.local.client_demo.DemoTarget): the story itself runs
 against real processes in tests/e2e and, on seven hosts, in tests/integration/test_multi_host.py.
 """
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkraft.deploy.client_demo import DemoError, DemoTarget, run_client_demo
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.client_demo import DemoError, DemoTarget, run_client_demo
+from chunkraft.local.local_cluster import LocalCluster
 
 
 def test_a_target_without_brokers_0_1_2_is_refused_before_anything_is_sent() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chunkraft.deploy.local_kafka import give_kafka_ports, ports_in_use
-from chunkraft.deploy.node_process import ControllerProcess, free_ports
+from chunkraft.local.local_kafka import give_kafka_ports, ports_in_use
+from chunkraft.local.node_process import ControllerProcess, free_ports
 
 
 def test_kafka_ports_avoid_every_port_the_nodes_were_given(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""LocalCluster's preparation (chunkraft.deploy.local_cluster) and the state ``chunkraft cluster``
+"""LocalCluster's preparation (chunkraft.local.local_cluster) and the state ``chunkraft cluster``
 keeps (chunkraft.cli.cluster.open_local_cluster); no controller process is started here."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from chunkraft.cli.cluster import STATE_FILE, open_local_cluster
 from chunkraft.controller.config import load_controller_config
 from chunkraft.controller.properties import parse_properties
 from chunkraft.controller.storage import check_storage, read_meta_properties
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records.uuids import parse_kafka_uuid
 
 
@@ -264,3 +264,34 @@ def test_the_demos_name_the_web_console_of_the_first_controller(tmp_path: Path) 
     hint = cluster.console_hint()
     assert hint.startswith(f"  web console: {cluster.urls[0]}/ui  ")
     assert str(cluster.command_config_path) in hint
+
+
+def test_a_quorum_that_is_not_ready_in_time_says_what_each_node_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node is ``sh`` that writes a line and serves nothing: the timeout names the node,
+    why it did not answer and the end of its log (what CI keeps when the logs are gone)."""
+    import subprocess
+
+    real_popen = subprocess.Popen
+
+    def popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        return real_popen(["sh", "-c", "echo raft: no leader yet; exec sleep 30"], **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    cluster = LocalCluster(tmp_path / "cluster", size=1, broker_count=0)
+    cluster.prepare()
+    try:
+        cluster.start()
+        deadline = time.monotonic() + 10
+        while "no leader yet" not in cluster.nodes[1].log_path.read_text() \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with pytest.raises(TimeoutError) as raised:
+            cluster.wait_ready(timeout=0.5)
+    finally:
+        cluster.stop(timeout=10)
+    message = str(raised.value)
+    assert message.startswith(f"the quorum was not ready within 0.5 s; logs under "
+                              f"{cluster.base_dir}\n"), message
+    assert "\n  controller 1: no answer (ConnectError); log ends: === " in message, message
+    assert message.endswith(" | raft: no leader yet"), message

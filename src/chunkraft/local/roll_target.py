@@ -1,4 +1,4 @@
-"""LocalClusterTarget: the :class:`~chunkraft.deploy.rolling_restart.RollTarget` of a LocalCluster.
+"""LocalClusterTarget: the :class:`~chunkraft.local.rolling_restart.RollTarget` of a LocalCluster.
 
 Its checks ask the nodes over HTTP as the admin, with short timeouts, and never wait: a broker
 is registered and unfenced when its ``/broker/v1/status`` says so and the leader's metadata
@@ -7,7 +7,7 @@ active chunk's replicas and ISR of every partition, internal topics included), o
 controller that answers when the leader does not; a controller's offset is the
 ``metadata_offset`` of its ``/controller/v1/quorum`` status (without the image hash, which
 costs a walk of the image). A node whose process exited makes a check raise
-:class:`~chunkraft.deploy.rolling_restart.NodeExited` naming its exit and its log. Not
+:class:`~chunkraft.local.rolling_restart.NodeExited` naming its exit and its log. Not
 thread-safe, like the LocalCluster it drives.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 
-from chunkraft.deploy.local_cluster import LocalCluster
-from chunkraft.deploy.node_process import BrokerProcess, ControllerProcess
-from chunkraft.deploy.node_watch import exit_status_text
-from chunkraft.deploy.rolling_restart import NodeExited
+from chunkraft.local.local_cluster import LocalCluster
+from chunkraft.local.node_process import BrokerProcess, ControllerProcess
+from chunkraft.local.node_watch import exit_status_text
+from chunkraft.local.rolling_restart import NodeExited
 
 __all__ = ["LocalClusterTarget"]
 

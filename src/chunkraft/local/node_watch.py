@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from chunkraft.deploy.local_cluster import LocalCluster
+    from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = ["NodeExit", "exit_status_text", "reap_exited"]
 

@@ -34,7 +34,7 @@ from chunkraft.client.admin import AdminClient
 from chunkraft.client.command_config import CommandConfig
 from chunkraft.client.consumer import Consumer
 from chunkraft.client.producer import Producer
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = ["BROKERS", "WAIT_S", "DemoError", "DemoTarget", "ServedRange", "run_client_demo",
            "served_ranges"]

@@ -1,6 +1,6 @@
 """The Kafka side of a local cluster: listener ports, bootstrap lists, the client's settings.
 
-Every node of a :class:`~chunkraft.deploy.local_cluster.LocalCluster` gets one Kafka listener
+Every node of a :class:`~chunkraft.local.local_cluster.LocalCluster` gets one Kafka listener
 on 127.0.0.1, SASL_PLAINTEXT (SASL_SSL when the cluster serves TLS), whose port is kept with the
 node's others in ``cluster.json``. A stock client reaches the brokers at the bootstrap list
 Kafka's way (``host:port,...``) with the admin's SASL/PLAIN settings under librdkafka's names,
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from chunkraft.deploy.node_process import BrokerProcess, ControllerProcess, free_ports
+from chunkraft.local.node_process import BrokerProcess, ControllerProcess, free_ports
 
 __all__ = ["bootstrap_list", "client_settings", "give_kafka_ports", "kafka_protocol",
            "ports_in_use", "properties_text"]

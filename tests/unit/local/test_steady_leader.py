@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chunkraft.deploy.steady_leader import (
+from chunkraft.local.steady_leader import (
     LeadershipSample,
     NodeLeadership,
     leadership_moved,

@@ -1,4 +1,4 @@
-"""The rolling restart's order and checks (chunkraft.deploy.rolling_restart), against a fake
+"""The rolling restart's order and checks (chunkraft.local.rolling_restart), against a fake
 cluster on a fake clock: brokers one at a time, each back in its ISRs before the next; then
 controllers, followers first and the leader last; a node that does not come back stops the roll
 with an error that names it and what was waited for."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chunkraft.deploy.rolling_restart import (
+from chunkraft.local.rolling_restart import (
     NodeExited,
     RollingRestartError,
     RollStep,

@@ -1,7 +1,7 @@
 """The processes of a LocalCluster's nodes: their ports, their private files, how each is
 started with its log, and the record of one controller or broker process.
 
-Kept apart from :mod:`chunkraft.deploy.local_cluster` (which prepares and runs a whole cluster)
+Kept apart from :mod:`chunkraft.local.local_cluster` (which prepares and runs a whole cluster)
 so that the one-node pieces have one home; that module re-exports what its users import.
 """
 
@@ -21,6 +21,7 @@ __all__ = [
     "BrokerProcess",
     "ControllerProcess",
     "free_ports",
+    "log_tail",
     "spawn_node",
     "write_private",
 ]
@@ -89,6 +90,19 @@ def _open_log(path: Path, name: str) -> BinaryIO:
     log.write(f"=== {stamp} {name} started by chunkraft (LocalCluster) ===\n".encode())
     log.flush()  # before the child's own writes, which bypass this buffer
     return log
+
+
+def log_tail(path: Path, lines: int = 3, width: int = 240, window: int = 16384) -> str:
+    """The last ``lines`` non-empty lines of a node's log joined by `` | ``, each cut to
+    ``width`` characters (read from its last ``window`` bytes): what a timeout names."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(log.seek(0, os.SEEK_END) - window, 0))
+            text = log.read().decode("utf-8", errors="replace")
+    except OSError as error:
+        return f"(unreadable: {error.strerror})"
+    last = [line[:width] for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(last) if last else "(empty)"
 
 
 class _NodeProcess:

@@ -7,7 +7,7 @@ KIP-253's epochs), a partition's active chunk is cut and an inactive chunk moved
 then the leader is killed with SIGKILL and the quorum carries on without losing a write. That
 topic's replicas are assigned to the story's brokers by hand; the real broker agents follow its
 metadata, and then run KIP-1114's chunk test plan with real data
-(:mod:`chunkraft.deploy.data_plane_story`); at the end each shows the image hash it reached.
+(:mod:`chunkraft.local.data_plane_story`); at the end each shows the image hash it reached.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import uuid
 from typing import Any
 
 from chunkraft.client.controller_rpc import ControllerRpcClient
-from chunkraft.deploy.data_plane_story import run_data_plane_demo
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.data_plane_story import run_data_plane_demo
+from chunkraft.local.local_cluster import LocalCluster
 from chunkraft.records.uuids import kafka_uuid_str
 
 __all__ = ["run_demo"]

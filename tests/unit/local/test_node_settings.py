@@ -1,11 +1,12 @@
-"""Per-node overrides of ``chunkraft cluster`` (chunkraft.deploy.node_settings): the syntax, and
+"""Per-node overrides of ``chunkraft cluster`` (chunkraft.local.node_settings): the syntax, and
 every refusal made with the loaders' own tables before anything starts."""
 
 from __future__ import annotations
 
 import pytest
 
-from chunkraft.deploy.node_settings import (
+from chunkraft.errors import ConfigError
+from chunkraft.local.node_settings import (
     MANAGED_BROKER,
     MANAGED_CONTROLLER,
     NodeOverride,
@@ -13,7 +14,6 @@ from chunkraft.deploy.node_settings import (
     check_overrides,
     parse_override,
 )
-from chunkraft.errors import ConfigError
 
 
 @pytest.mark.parametrize(("text", "parsed"), [

@@ -1,4 +1,4 @@
-"""chunkraft.deploy.node_process: ports, private files and node processes' logs."""
+"""chunkraft.local.node_process: ports, private files and node processes' logs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 import stat
 from pathlib import Path
 
-from chunkraft.deploy.node_process import free_ports, write_private
+from chunkraft.local.node_process import free_ports, log_tail, write_private
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:
@@ -32,3 +32,15 @@ def test_free_ports_never_repeat_a_port_to_avoid() -> None:
     assert len(set(first)) == 20
     again = free_ports(200, avoid=first)
     assert len(set(again)) == 200 and not set(again) & set(first)
+
+
+def test_a_logs_tail_is_its_last_lines_cut_to_width_or_says_why_not(tmp_path: Path) -> None:
+    log = tmp_path / "node.log"
+    assert log_tail(log).startswith("(unreadable: ")
+    log.write_text("")
+    assert log_tail(log) == "(empty)"
+    log.write_text("first\n\nsecond\n" + "x" * 500 + "\n   \nlast\n")
+    assert log_tail(log) == "second | " + "x" * 240 + " | last"
+    assert log_tail(log, lines=1) == "last"
+    log.write_text("a\n" * 10_000 + "end\n")
+    assert log_tail(log, lines=2, window=100) == "a | end"

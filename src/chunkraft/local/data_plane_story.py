@@ -21,7 +21,7 @@ import httpx
 from chunkraft.client.admin import AdminClient
 from chunkraft.client.broker_client import BrokerClient
 from chunkraft.client.command_config import CommandConfig
-from chunkraft.deploy.local_cluster import LocalCluster
+from chunkraft.local.local_cluster import LocalCluster
 
 __all__ = ["run_data_plane_demo"]
 

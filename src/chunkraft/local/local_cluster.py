@@ -27,7 +27,7 @@ Settings: ``extra_properties`` / ``broker_properties`` go into every controller'
 properties file, ``node_properties`` / ``broker_node_properties`` into one node's (winning).
 
 Kafka (``kafka=True``, the default): every node also has a Kafka listener on 127.0.0.1
-(:mod:`chunkraft.deploy.local_kafka`), and ``kafka-client.properties`` holds the admin's
+(:mod:`chunkraft.local.local_kafka`), and ``kafka-client.properties`` holds the admin's
 SASL/PLAIN settings for stock clients.
 
 TLS (``tls=True``): ``prepare`` makes a private CA under ``base_dir/tls`` and a certificate per
@@ -39,7 +39,6 @@ node serves https with ``ssl.client.auth`` = ``client_auth`` (``required`` by de
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import signal
 import ssl
@@ -52,7 +51,8 @@ from typing import Any
 import httpx
 
 from chunkraft.controller.storage import format_storage, random_cluster_id
-from chunkraft.deploy.local_kafka import (
+from chunkraft.local.local_credentials import add_local_token, local_tokens
+from chunkraft.local.local_kafka import (
     bootstrap_list,
     client_settings,
     give_kafka_ports,
@@ -60,17 +60,18 @@ from chunkraft.deploy.local_kafka import (
     ports_in_use,
     properties_text,
 )
-from chunkraft.deploy.local_tls import issue_local, local_client_context
-from chunkraft.deploy.node_process import (
+from chunkraft.local.local_tls import issue_local, local_client_context
+from chunkraft.local.node_process import (
     BrokerProcess,
     ControllerProcess,
     free_ports,
+    log_tail,
     spawn_node,
     write_private,
 )
-from chunkraft.deploy.steady_leader import LeadershipSample, sample_leadership
+from chunkraft.local.node_properties import NodeTls, broker_properties, controller_properties
+from chunkraft.local.steady_leader import LeadershipSample, sample_leadership
 from chunkraft.records.uuids import parse_kafka_uuid
-from chunkraft.security import credentials
 
 __all__ = [
     "ADMIN_PRINCIPAL",
@@ -255,29 +256,14 @@ class LocalCluster:
         """A new token for ``principal``, appended to the credentials file (every node honours
         it within about a second); it becomes :meth:`token`'s answer if it is the first."""
         self._load_credentials()
-        token = credentials.add_token(self.credentials_path, principal, description)
-        self.tokens.setdefault(principal, token)
-        write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
-        return token
+        return add_local_token(self.credentials_path, self.tokens_path, self.tokens, principal,
+                               description)
 
     def _load_credentials(self) -> None:
         """Reads ``tokens.json`` kept from an earlier run, or makes every token anew."""
-        if self.tokens:
-            return
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        if self.tokens_path.exists() and self.credentials_path.exists():
-            self.tokens = dict(json.loads(self.tokens_path.read_text(encoding="utf-8")))
-            for principal in self._broker_principals():  # a directory from an older version
-                if principal not in self.tokens:
-                    self.add_token(principal, "LocalCluster")
-            return
-        self.tokens = {principal: credentials.generate_token()
-                       for principal in [ADMIN_PRINCIPAL, *self._broker_principals()]}
-        credentials.write_credentials(self.credentials_path, [
-            credentials.CredentialEntry(principal, credentials.token_digest(token),
-                                        credentials.now_text(), "LocalCluster")
-            for principal, token in self.tokens.items()])
-        write_private(self.tokens_path, json.dumps(self.tokens, indent=2))
+        if not self.tokens:
+            self.tokens = local_tokens(self.credentials_path, self.tokens_path,
+                                       [ADMIN_PRINCIPAL, *self._broker_principals()])
 
     def _broker_principals(self) -> list[str]:
         last = max(self.brokers, self.broker_count - 1)
@@ -292,52 +278,30 @@ class LocalCluster:
         write_private(self.command_config_path, text)
 
     def _prepare_tls(self) -> None:
-        """The CA, each node's certificate and the admin's, made once."""
-        for node in self.nodes.values():
-            if not self.certificate_paths(f"controller-{node.node_id}")[0].exists():
-                self.issue(f"controller-{node.node_id}", addresses=("127.0.0.1", "localhost"))
+        """The CA and the admin's certificate, made once (the nodes' come with their files)."""
         if not self.certificate_paths("admin")[0].exists():
             self.issue("admin")
 
     def prepare(self) -> None:
         """Formats every data dir, makes the credentials (once) and writes every node's
         properties file and the admin's command-config file (idempotent)."""
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.raft_port}" for n in self.nodes.values())
-        urls = ",".join(f"{n.node_id}@{n.url}" for n in self.nodes.values())
         if self.tls:
             self._prepare_tls()
         if self.kafka:
             # nodes added since construction
             give_kafka_ports([*self.nodes.values(), *self.broker_nodes.values()])
-        for node in self.nodes.values():
+        quorum = list(self.nodes.values())
+        for node in quorum:
             node.config_path.parent.mkdir(parents=True, exist_ok=True)
             format_storage(node.data_dir, parse_kafka_uuid(self.cluster_id), node.node_id,
                            ignore_formatted=True, joining=node.node_id in self.joining)
-            properties = {
-                "node.id": str(node.node_id),
-                "cluster.id": self.cluster_id,
-                "controller.quorum.voters": voters,
-                "controller.http.urls": urls,
-                "data.dir": str(node.data_dir),
-                "raft.password": self.password,
-                "listeners": node.url,
-                "auth.credentials.file": str(self.credentials_path),
-                "super.users": ADMIN_PRINCIPAL,
-            }
-            if node.kafka_port:
-                properties["listeners"] += f",{self.kafka_protocol}://127.0.0.1:{node.kafka_port}"
-                properties["controller.kafka.endpoints"] = ",".join(
-                    f"{n.node_id}@127.0.0.1:{n.kafka_port}" for n in self.nodes.values()
-                    if n.kafka_port)
-            if self.tls:
-                certificate, key = self.certificate_paths(f"controller-{node.node_id}")
-                properties.update({"ssl.certfile": str(certificate), "ssl.keyfile": str(key),
-                                   "ssl.ca.file": str(self.ca_path),
-                                   "ssl.client.auth": self.client_auth})
-            properties.update(self.extra_properties)
-            properties.update(self.node_properties.get(node.node_id, {}))
-            text = "".join(f"{key}={value}\n" for key, value in properties.items())
-            write_private(node.config_path, text)  # it holds the Raft password
+            properties = controller_properties(
+                node, quorum, cluster_id=self.cluster_id, password=self.password,
+                credentials_path=self.credentials_path, super_user=ADMIN_PRINCIPAL,
+                kafka_protocol=self.kafka_protocol,
+                tls=self._node_tls(f"controller-{node.node_id}"),
+                extra={**self.extra_properties, **self.node_properties.get(node.node_id, {})})
+            write_private(node.config_path, properties_text(properties))  # the Raft password
         self._load_credentials()
         self._write_command_config()
         if self.kafka:
@@ -345,35 +309,29 @@ class LocalCluster:
                           properties_text(self.kafka_client_settings()))
         self._prepare_brokers()
 
+    def _node_tls(self, common_name: str) -> NodeTls | None:
+        """The TLS settings of the node with certificate ``common_name`` (issued if missing),
+        or None without TLS."""
+        if not self.tls:
+            return None
+        if not self.certificate_paths(common_name)[0].exists():
+            self.issue(common_name, addresses=("127.0.0.1", "localhost"))
+        certificate, key = self.certificate_paths(common_name)
+        return NodeTls(certificate, key, self.ca_path, self.client_auth)
+
     def _prepare_brokers(self) -> None:
         bootstrap = ",".join(self.urls)
         for broker in self.broker_nodes.values():
             broker.config_path.parent.mkdir(parents=True, exist_ok=True)
             write_private(broker.token_path, self.token(f"User:broker-{broker.broker_id}") + "\n")
-            properties = {
-                "node.id": str(broker.broker_id),
-                "cluster.id": self.cluster_id,
-                "controller.quorum.bootstrap.servers": bootstrap,
-                "listeners": broker.url + (
-                    f",{self.kafka_protocol}://127.0.0.1:{broker.kafka_port}"
-                    if broker.kafka_port else ""),
-                "log.dirs": str(broker.log_dir),
-                "broker.token.file": str(broker.token_path),
-                "auth.credentials.file": str(self.credentials_path),
-                "super.users": ADMIN_PRINCIPAL,
-            }
-            if self.tls:
-                name = f"broker-{broker.broker_id}"
-                if not self.certificate_paths(name)[0].exists():
-                    self.issue(name, addresses=("127.0.0.1", "localhost"))
-                certificate, key = self.certificate_paths(name)
-                properties.update({"ssl.certfile": str(certificate), "ssl.keyfile": str(key),
-                                   "ssl.ca.file": str(self.ca_path),
-                                   "ssl.client.auth": self.client_auth})
-            properties.update(self.broker_properties)
-            properties.update(self.broker_node_properties.get(broker.broker_id, {}))
-            text = "".join(f"{key}={value}\n" for key, value in properties.items())
-            write_private(broker.config_path, text)
+            properties = broker_properties(
+                broker, cluster_id=self.cluster_id, bootstrap=bootstrap,
+                credentials_path=self.credentials_path, super_user=ADMIN_PRINCIPAL,
+                kafka_protocol=self.kafka_protocol,
+                tls=self._node_tls(f"broker-{broker.broker_id}"),
+                extra={**self.broker_properties,
+                       **self.broker_node_properties.get(broker.broker_id, {})})
+            write_private(broker.config_path, properties_text(properties))
 
     def broker_url(self, broker_id: int) -> str:
         """The data-plane URL of broker ``broker_id``."""
@@ -548,19 +506,15 @@ class LocalCluster:
         return None
 
     def wait_ready(self, timeout: float = 30.0) -> int:
-        """Waits until every running node is ready and agrees on a leader; returns its id."""
+        """Waits until every running node is ready and agrees on a leader; returns its id.
+        TimeoutError says what each node last answered, and the end of its log."""
         deadline = time.monotonic() + timeout
+        said: dict[int, str] = {}
         while time.monotonic() < deadline:
-            ready = True
             for node in self.nodes.values():
-                if not node.running:
-                    continue
-                try:
-                    answer = httpx.get(f"{node.url}/readyz", timeout=1.0, verify=self.verify)
-                    ready = ready and answer.status_code == 200
-                except httpx.HTTPError:
-                    ready = False
-            if ready:
+                if node.running:
+                    said[node.node_id] = self._readiness(node)
+            if all(text == "ready" for text in said.values()):
                 leader = self.leader_id()
                 if leader is not None:
                     return leader
@@ -570,7 +524,23 @@ class LocalCluster:
                                        f"{node.process.returncode}; see {node.log_path}")
             time.sleep(0.1)
         raise TimeoutError(f"the quorum was not ready within {timeout} s; logs under "
-                           f"{self.base_dir}")
+                           f"{self.base_dir}\n" + "\n".join(
+                               f"  controller {node_id}: {text}; log ends: "
+                               f"{log_tail(self.nodes[node_id].log_path)}"
+                               for node_id, text in sorted(said.items())))
+
+    def _readiness(self, node: ControllerProcess) -> str:
+        """``ready``, or why the node is not (its /readyz reason, or why it did not answer)."""
+        try:
+            answer = httpx.get(f"{node.url}/readyz", timeout=1.0, verify=self.verify)
+        except httpx.HTTPError as error:
+            return f"no answer ({type(error).__name__})"
+        if answer.status_code == 200:
+            return "ready"
+        try:
+            return f"not ready: {answer.json().get('reason')}"
+        except ValueError:
+            return f"HTTP {answer.status_code}"
 
     def add_controller(self, node_id: int | None = None) -> ControllerProcess:
         """A new controller (next id by default) on new ports, its data dir formatted to join
