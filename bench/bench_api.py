@@ -1,4 +1,4 @@
-"""The admin REST API (issue 4) over HTTP on a real 3-node quorum, authentication on.
+"""The admin REST API over HTTP on a real 3-node quorum, authentication on.
 
 Every figure comes from a LocalCluster of 3 controller processes on 127.0.0.1 (its defaults:
 journal, dump, Raft password, bearer-token authentication; every request carries the admin's
@@ -497,7 +497,7 @@ def main() -> None:
                 if row.get("bench") == "api":
                     (NOTES.append(row["text"]) if row.get("item") == "note"
                      else ROWS.append(row))
-        append_section("REST API (issue 4): 3 nodes on 127.0.0.1, authentication on",
+        append_section("REST API: 3 nodes on 127.0.0.1, authentication on",
                        report(args.clients))
         return
     items = [item for item in ITEMS if item in set(args.only or ITEMS)]
@@ -544,7 +544,7 @@ def main() -> None:
                 record({"item": "failure", "step": name, "error": repr(error)[:500]})
                 note(f"The {name} step FAILED: {repr(error)[:300]}")
     if not args.no_save:
-        append_section("REST API (issue 4): 3 nodes on 127.0.0.1, authentication on",
+        append_section("REST API: 3 nodes on 127.0.0.1, authentication on",
                        report(args.clients))
 
 

@@ -17,8 +17,8 @@ load runs in this process: ``--clients`` asyncio tasks, each with its own httpx 
 
 ``--wire frame`` (the default, what chunkraft's own clients send) carries the batches raw in a
 batch frame (``application/vnd.chunkraft.batches``) both ways; ``--wire json`` sends produce
-bodies as JSON with base64 records and asks for JSON fetch answers (the form kept for curl;
-the only form before issue 17), so both can be compared in one sitting.
+bodies as JSON with base64 records and asks for JSON fetch answers (the form kept for curl),
+so both can be compared in one sitting.
 
 Prints one JSON line per measurement, each with the 1-minute load average read at its end
 (``load_1m``; the machine is shared); does not touch bench/RESULTS.md. Exits 1 if any produce

@@ -1,4 +1,4 @@
-"""Chunk copy throughput: how fast a broker copies an inactive chunk it is assigned (issue 5).
+"""Chunk copy throughput: how fast a broker copies an inactive chunk it is assigned.
 
 A LocalCluster (3 controller processes, 3 broker processes, defaults otherwise: bearer-token
 authentication on) on 127.0.0.1. One topic with one partition on broker 0 only; ``--mb`` MB of

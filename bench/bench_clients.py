@@ -1,4 +1,4 @@
-"""The clients end to end (issue 6): produce -> consume latency through a chunk roll, and
+"""The clients end to end: produce -> consume latency through a chunk roll, and
 consumer throughput across chunks spread over brokers.
 
 A LocalCluster (3 controller processes, 3 broker agents, defaults otherwise: bearer tokens on,

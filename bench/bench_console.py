@@ -1,4 +1,4 @@
-"""The web console (issue 21) on a 10,000-partition topic, in a real headless Chromium.
+"""The web console on a 10,000-partition topic, in a real headless Chromium.
 
 A LocalCluster of 3 controller processes on 127.0.0.1 (authentication on) with three registered
 brokers kept unfenced by heartbeats (no broker processes: the pages read the metadata only),
@@ -209,7 +209,7 @@ def main() -> None:
         builds = [r for r in ROWS if "median_ms" not in r and r.get("item") != "note"]
         lines += ["", "Built: " + "; ".join(
             ", ".join(f"{k} {v}" for k, v in r.items() if k != "bench") for r in builds)]
-        append_section("Web console (issue 21): a 10,000-partition topic in headless Chromium",
+        append_section("Web console: a 10,000-partition topic in headless Chromium",
                        lines)
 
 

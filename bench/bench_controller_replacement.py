@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     chunkraft, etcd = rows
     if args.record:
-        append_section("Replacing a dead voter under load (issue 18)", lines)
+        append_section("Replacing a dead voter under load", lines)
     failed = False
     if chunkraft["failed_operations"]:
         print(f"chunkraft failed {chunkraft['failed_operations']} operations (target 0): "

@@ -1,4 +1,4 @@
-"""Hostile and heavy input against a running cluster (issue 15): does the quorum stay available?
+"""Hostile and heavy input against a running cluster: does the quorum stay available?
 
 3 controllers + 3 brokers on 127.0.0.1 with default settings (``LocalCluster``). All along, 4
 well-behaved clients (their own process, ``_http_load``) create one topic at a time through
@@ -17,7 +17,7 @@ REST v3 with the admin's token. Each attack runs inside one measured window of t
   byte now and then;
 - ``produce-flood``: 8 producers append 100 x 1 KiB records per batch with acks=all to an
   RF-3 topic of 6 partitions (180 s; 30 s with ``--quick``);
-- the Kafka ports (issue 32), of the 3 controllers and the 3 brokers at once:
+- the Kafka ports, of the 3 controllers and the 3 brokers at once:
   ``kafka-oversize`` (connection after connection announcing a frame over
   ``socket.request.max.bytes``, 2^31-1 or the node's limit + 1, then sending 64 KiB of it),
   ``kafka-junk`` (whole frames of junk: random bytes, an unknown API key, a negative size, a
@@ -454,7 +454,7 @@ def main() -> int:
     lines = _table(rows)
     print("\n".join(lines))
     if args.results:
-        append_section("Hostile input (issue 15)", [
+        append_section("Hostile input", [
             f"3 controllers + 3 brokers, default settings, {CLIENTS} well-behaved v3 "
             f"createTopics clients and 2 well-behaved Kafka clients (Metadata every "
             f"{KAFKA_CALM_INTERVAL_S * 1000:.0f} ms on the leader's and broker 0's Kafka "

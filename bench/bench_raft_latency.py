@@ -3,7 +3,7 @@
 One client proposes one batch (one TopicRecord) at a time to the leader and waits for its
 outcome, so each figure is one full round: append, replicate, the followers' fdatasync and
 acknowledgement, the leader's sync, commit, apply and the answering flush. No HTTP, no
-brokers: it isolates what the Raft layer costs, e.g. the fsyncs of issue 16. Also prints the
+brokers: it isolates what the Raft layer costs, e.g. the journal's fsyncs. Also prints the
 disk's own fdatasync latency (300 syncs of a 300-byte write) for scale.
 
 ``--journal-records N`` (default 5,000) also measures the journal a RaftNode gets

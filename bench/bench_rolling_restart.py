@@ -1,4 +1,4 @@
-"""A rolling restart under client load (issue 18): is anything acknowledged lost, duplicated or
+"""A rolling restart under client load: is anything acknowledged lost, duplicated or
 failed while every node restarts, one at a time?
 
 A LocalCluster (3 controller processes, 3 broker agents, default settings) in a temporary
