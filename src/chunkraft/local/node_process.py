@@ -8,14 +8,14 @@ so that the one-node pieces have one home; that module re-exports what its users
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from chunkraft.local.ports import free_ports
 
 __all__ = [
     "BrokerProcess",
@@ -25,32 +25,6 @@ __all__ = [
     "spawn_node",
     "write_private",
 ]
-
-
-def free_ports(count: int, host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> list[int]:
-    """``count`` distinct ports that were free a moment ago (bound to port 0, then released),
-    none of them in ``avoid``: ports handed out earlier are free again once released, so the
-    kernel may offer one of them a second time."""
-    taken = set(avoid)
-    sockets: list[socket.socket] = []
-    ports: list[int] = []
-    try:
-        for _ in range(count + len(taken) + 64):  # bounded: each bind holds its port
-            if len(ports) == count:
-                break
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            sockets.append(sock)
-            port = sock.getsockname()[1]
-            if port not in taken:
-                ports.append(port)
-        else:
-            if len(ports) < count:
-                raise OSError(f"no {count} free ports outside {len(taken)} taken ones")
-    finally:
-        for sock in sockets:
-            sock.close()
-    return ports
 
 
 def write_private(path: Path, text: str) -> None:
