@@ -7,9 +7,10 @@ For each ``--raft-process`` mode (``embedded``: the Raft node is a thread of the
 of one topic RF 3, the same client) for ``--seconds`` while ``py-spy record`` samples the
 leader and its Raft process (all threads; py-spy leaves out the samples of a thread it sees
 idle, so a thread's samples over the window's are about the share of the time it was busy).
-Writes one collapsed-stack file per run into ``--out`` and prints one JSON line per run: ops/s,
-p50, p99, the top frames by own and by inclusive samples, and, per thread role (the event loop, the Raft tick thread, the channel reader, the Raft
-process's server), where that thread's wall time went.
+Writes one collapsed-stack file per run into ``--out`` and prints one JSON line per run:
+ops/s, p50, p99, the top frames by own and by inclusive samples, and, per thread role (the
+event loop, the Raft tick thread, the channel reader, the Raft process's server), its busy share
+of the window and where that time went.
 
 Needs ``py-spy`` (``pip install py-spy``); not a test, never run in CI. Signals only the
 processes it started, by PID.
