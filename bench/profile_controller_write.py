@@ -5,12 +5,13 @@ For each ``--raft-process`` mode (``embedded``: the Raft node is a thread of the
 127.0.0.1, its defaults: journal, fsync, Raft password, bearer tokens), then for each
 ``--clients`` value runs the ``create-topic`` workload of ``bench_controller.py`` (createTopics
 of one topic RF 3, the same client) for ``--seconds`` while ``py-spy record`` samples the
-leader and its Raft process (all threads; py-spy leaves out the samples of a thread it sees
-idle, so a thread's samples over the window's are about the share of the time it was busy).
+leader and its Raft process (all threads, idle ones too: py-spy cannot tell a thread blocked in
+poll or recv from a running one on this machine, so every thread is sampled in every round and
+a thread's samples in a function are its share of the window's wall time there).
 Writes one collapsed-stack file per run into ``--out`` and prints one JSON line per run:
 ops/s, p50, p99, the top frames by own and by inclusive samples, and, per thread role (the
-event loop, the Raft tick thread, the channel reader, the Raft process's server), its busy share
-of the window and where that time went.
+event loop, the Raft tick thread, the channel reader, the Raft process's server), where its
+wall time went.
 
 Needs ``py-spy`` (``pip install py-spy``); not a test, never run in CI. Signals only the
 processes it started, by PID.
@@ -54,9 +55,9 @@ def thread_role(frames: list[str]) -> str:
     return "other threads of the Raft process" if in_raft_process else "other threads (API)"
 
 
-def top_frames(collapsed: Path, limit: int, expected: float) -> dict[str, object]:
-    """Own and inclusive shares of the samples, by frame, and each thread role's busy share of
-    the wall time (its samples over ``expected``, the samples of a thread busy throughout)."""
+def top_frames(collapsed: Path, limit: int) -> dict[str, object]:
+    """Own and inclusive shares of the samples, by frame, and where each thread role's wall
+    time went (its leaves' shares of its own samples)."""
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     roles: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -77,17 +78,16 @@ def top_frames(collapsed: Path, limit: int, expected: float) -> dict[str, object
         "own": [(f, round(c * share, 1)) for f, c in own.most_common(limit)],
         "inclusive": [(f, round(c * share, 1)) for f, c in inclusive.most_common(limit * 2)],
         "samples": total,
-        "roles": {role: role_summary(leaves, expected)
-                  for role, leaves in sorted(roles.items())},
+        "roles": {role: role_summary(leaves) for role, leaves in sorted(roles.items())},
     }
 
 
-def role_summary(leaves: collections.Counter[str], expected: float) -> dict[str, object]:
-    """One thread role's busy share of the wall time and the leaves it was busy in."""
+def role_summary(leaves: collections.Counter[str]) -> dict[str, object]:
+    """One thread role's samples and the leaves they were in, as shares of them."""
     total = sum(leaves.values())
-    return {"busy_pct": round(100.0 * total / max(expected, 1.0), 1),
+    return {"samples": total,
             "top": [(leaf, round(100.0 * c / max(total, 1), 1))
-                    for leaf, c in leaves.most_common(6)]}
+                    for leaf, c in leaves.most_common(8)]}
 
 
 def main() -> int:
@@ -134,8 +134,7 @@ def run_all(cluster: LocalCluster, mode: str, args: argparse.Namespace) -> None:
             "p50_ms": round(percentile(result.latencies_ms, 0.5), 2),
             "p99_ms": round(percentile(result.latencies_ms, 0.99), 2),
             "pids": controller_pids(cluster), "profile": str(output),
-            **(top_frames(output, args.top, args.rate * max(int(args.seconds), 1))
-               if output.exists() else {}),
+            **(top_frames(output, args.top) if output.exists() else {}),
         }), flush=True)
         time.sleep(1.0)
 
@@ -150,7 +149,7 @@ def profiled_load(pid: int, workload: Workload, clients: int, output: Path,
         time.sleep(max(start - time.time(), 0.0))
         spies.append(subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", str(args.rate),
-             "--threads", "--subprocesses", "--output", str(output),
+             "--threads", "--idle", "--subprocesses", "--output", str(output),
              "--duration", str(max(int(end - start), 1))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
