@@ -99,6 +99,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "profile")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--rate", type=int, default=250)
+    parser.add_argument("--gil", action="store_true",
+                        help="sample only the thread holding the GIL (where the Python CPU "
+                             "goes) instead of every thread")
     args = parser.parse_args()
     if shutil.which("py-spy") is None:
         print("py-spy is not on PATH (pip install py-spy)", file=sys.stderr)
@@ -149,7 +152,8 @@ def profiled_load(pid: int, workload: Workload, clients: int, output: Path,
         time.sleep(max(start - time.time(), 0.0))
         spies.append(subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", str(args.rate),
-             "--threads", "--idle", "--subprocesses", "--output", str(output),
+             "--threads", "--subprocesses", *(["--gil"] if args.gil else ["--idle"]),
+             "--output", str(output),
              "--duration", str(max(int(end - start), 1))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
