@@ -11,6 +11,7 @@ Hierarchy::
     ├── InvariantError               a record breaks an invariant of the metadata image at replay
     ├── ConfigError                  a controller setting is missing, malformed or contradictory
     ├── StorageError                 a data dir is unformatted, damaged, or another cluster's/node's
+    ├── SealedMessageError           a peer's sealed Raft message is short, too large or forged
     └── LogFileError                 a log or snapshot file cannot be read as written
         ├── CorruptBatchError        a batch fails its CRC or its header is impossible
         ├── TornTailError            the file ends inside a batch (an interrupted write)
@@ -35,6 +36,7 @@ __all__ = [
     "RecordError",
     "RecordValidationError",
     "SchemaError",
+    "SealedMessageError",
     "SnapshotError",
     "StorageError",
     "TornTailError",
@@ -93,6 +95,12 @@ class ConfigError(ChunkraftError):
 class StorageError(ChunkraftError):
     """A data dir that cannot be formatted or used: unformatted, damaged, not empty, or
     formatted for another cluster or node."""
+
+
+class SealedMessageError(ChunkraftError):
+    """A sealed Raft message (``controller/raft/peer_cipher.py``) that cannot be opened: shorter
+    than its header and tag, larger than the transport accepts, or failing its GCM tag (another
+    password, or bytes changed on the way)."""
 
 
 class LogFileError(ChunkraftError):

@@ -1,5 +1,7 @@
 """Three RaftNodes in one process on 127.0.0.1: replication, restart from disk, compaction and a
-wiped node catching up from the leader's dump. Every wait is bounded."""
+wiped node catching up from the leader's dump; and three controller processes, one of them of
+the older message format, replicating with sealed messages between the others. Every wait is
+bounded."""
 
 from __future__ import annotations
 
@@ -11,16 +13,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from chunkraft.controller.raft import BatchOutcome, BatchStatus, ProposalError, ProposedBatch
 from chunkraft.controller.raft.dump import read_dump_header
 from chunkraft.controller.raft.durable_journal import DurableJournal
 from chunkraft.controller.raft.journal_check import check_dump, check_journal
 from chunkraft.controller.raft.node import RaftNode, RaftSettings
+from chunkraft.controller.raft.sealed_messages import OLDER_FORMAT_ENV
 from chunkraft.controller.raft.term_vote import read_term_vote, term_vote_path
 from chunkraft.errors import JournalCorruptError
-from chunkraft.local.local_cluster import free_ports
+from chunkraft.local.local_cluster import LocalCluster, free_ports
+from tests.integration.conftest import BASE_PROPERTIES, READY_TIMEOUT, stop_cluster
+from tests.support.cluster_client import admin_client, new_key, wait_converged
 from tests.support.raft import batch, key, topic_record, wait_until
 
 # pysyncobj 0.3.17 leaves files to the garbage collector: MetaStorer.getMeta reads journal.meta
@@ -277,3 +284,68 @@ def test_a_node_refuses_to_start_on_a_corrupt_term_and_vote(cluster: ClusterFact
     term_file.write_bytes(bytes(data))
     with pytest.raises(JournalCorruptError, match="term/vote file fails its CRC"):
         nodes.start(2)
+
+
+def transport_metrics(cluster: LocalCluster, node_id: int) -> dict[str, dict[str, float]]:
+    """The node's Raft messages by ``(direction, format)`` and closed connections by reason."""
+    answer = httpx.get(f"{cluster.nodes[node_id].url}/metrics", headers=cluster.headers,
+                       timeout=5.0, verify=cluster.verify)
+    assert answer.status_code == 200, answer.text
+    found: dict[str, dict[str, float]] = {"messages": {}, "closed": {}}
+    for family in text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            if sample.name == "chunkraft_raft_transport_messages_total":
+                label = f"{sample.labels['direction']} {sample.labels['format']}"
+                found["messages"][label] = sample.value
+            elif sample.name == "chunkraft_raft_transport_closed_connections_total":
+                found["closed"][sample.labels["reason"]] = sample.value
+    return found
+
+
+def test_peers_seal_their_messages_and_a_node_of_the_older_format_still_replicates(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Controllers 1 and 2 are this version; 3 runs with OLDER_FORMAT_ENV, as a controller from
+    before sealing: it never offers and cannot read a sealed message (one would close its
+    connection as undecryptable). 1 and 2 elect a leader before 3 starts, so the leader is a
+    sealing node and replicates sealed to the other, in Fernet to 3."""
+    cluster = LocalCluster(tmp_path / "quorum", extra_properties=BASE_PROPERTIES)
+    try:
+        cluster.prepare()
+        cluster.start(1)
+        cluster.start(2)
+        leader = cluster.wait_ready(timeout=READY_TIMEOUT)
+        assert leader in (1, 2)
+        # spawn_node copies os.environ: only controller 3 (and its Raft process) gets the hook.
+        monkeypatch.setenv(OLDER_FORMAT_ENV, "1")
+        cluster.start(3)
+        monkeypatch.delenv(OLDER_FORMAT_ENV)
+        assert cluster.wait_ready(timeout=READY_TIMEOUT) == leader
+        with admin_client(cluster, deadline=READY_TIMEOUT) as client:
+            client.ensure_unfenced([1, 2, 3], cluster.cluster_id)
+            for n in range(20):
+                outcome = client.create_topics([(f"sealed-{n}", 1, 3)], key=new_key())
+                assert outcome.acknowledged and outcome.body is not None, outcome.describe()
+                assert not any(t["error_code"] for t in outcome.body["topics"]), outcome.body
+        converged = wait_converged(cluster, [1, 2, 3], timeout=READY_TIMEOUT)
+        assert converged.offset >= 20
+        metrics = {node_id: transport_metrics(cluster, node_id) for node_id in (1, 2, 3)}
+        print(f"leader {leader}; messages by node: "
+              f"{ {node_id: m['messages'] for node_id, m in metrics.items()} }")
+        old = metrics[3]["messages"]
+        for node_id in (1, 2):
+            sealing = metrics[node_id]["messages"]
+            # Sealed both ways between 1 and 2: AppendEntries one way, acknowledgements back.
+            assert sealing["sent sealed"] >= 20 and sealing["received sealed"] >= 20, metrics
+            # An offer follows a side's first send on a connection: the leader's go to both,
+            # a follower's only to nodes it sent something (the leader, or one it dialled).
+            assert sealing["sent offer"] >= (2 if node_id == leader else 1), metrics
+            assert sealing["received offer"] >= 1, metrics
+        # The leader replicates to 3 in Fernet (and sealed to the other one, above).
+        assert metrics[leader]["messages"]["sent fernet"] >= 20, metrics
+        # 3 replicated from Fernet alone; it got the leader's offer (handed on to pysyncobj,
+        # which ignored them) and never offered, sealed nor was sent a sealed message.
+        assert old["sent sealed"] == old["received sealed"] == old["sent offer"] == 0, old
+        assert old["received offer"] >= 1 and old["received fernet"] >= 20, old
+        assert all(m["closed"] == {} for m in metrics.values()), metrics
+    finally:
+        stop_cluster(cluster)

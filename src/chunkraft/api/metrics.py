@@ -8,8 +8,8 @@ the process-global one: tests build several apps in one process, and a registry 
   label cardinality stays bounded by the routes), method and status;
 - the node's state, read when scraped: Raft commit index, leader, this node's own leadership
   gains and losses, the changes of leader and the term increments it saw, how long the leader
-  has led, the Raft thread's tick lag, Raft connections the transport guard closed, metadata
-  offset, image size, writes in flight.
+  has led, the Raft thread's tick lag, Raft connections the transport guard closed, Raft
+  messages by format (sealed or Fernet), metadata offset, image size, writes in flight.
 
 The middleware keeps its own counters (plain dicts, updated on the event loop thread) and turns
 them into metric families only when scraped: prometheus_client's labelled children take a lock
@@ -275,6 +275,17 @@ class NodeCollector(Collector):
         for reason, count in sorted((counts() if counts is not None else {}).items()):
             closed.add_metric((reason,), count)
         yield closed
+        messages = CounterMetricFamily(
+            "chunkraft_raft_transport_messages", "Raft messages sent and received, by format: "
+            "sealed (AES-256-GCM, to peers that offered to read it) or fernet (pysyncobj's, "
+            "the handshake's included), and the offers to read sealed messages",
+            labels=("direction", "format"))
+        message_counts: Callable[[], Mapping[str, int]] | None = getattr(
+            controller.raft, "transport_message_counts", None)
+        for name, count in sorted((message_counts() if message_counts else {}).items()):
+            kind, _, direction = name.partition("_")  # "<format>_<direction>"
+            messages.add_metric((direction, kind), count)
+        yield messages
         yield _gauge("chunkraft_metadata_offset", "The last metadata log offset in this node's "
                      "image", image.offset)
         yield _gauge("chunkraft_metadata_failed", "1 if this node stopped applying the log "

@@ -546,9 +546,13 @@ class RaftNode:
 
     def transport_closed_counts(self) -> dict[str, int]:
         """Raft connections the transport guard closed since start, by reason."""
-        transport = getattr(self._syncobj, "_SyncObj__transport", None)
-        guard = getattr(transport, "guard", None)
+        guard = getattr(getattr(self._syncobj, "_SyncObj__transport", None), "guard", None)
         return dict(guard.closed_counts()) if guard is not None else {}
+
+    def transport_message_counts(self) -> dict[str, int]:
+        """Raft messages sent and received since start, sealed or Fernet, and offers."""
+        guard = getattr(getattr(self._syncobj, "_SyncObj__transport", None), "guard", None)
+        return dict(guard.message_counts()) if guard is not None else {}
 
     def _last_log_index(self) -> int:
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)

@@ -307,6 +307,9 @@ class RaftProcessLog:
     def transport_closed_counts(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self._call("transport_closed_counts").items()}
 
+    def transport_message_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._call("transport_message_counts").items()}
+
     def force_compaction(self) -> None:
         self._call("force_compaction")
 

@@ -215,6 +215,8 @@ class _Server:
             return membership.addresses()
         if method == "transport_closed_counts":
             return node.transport_closed_counts()
+        if method == "transport_message_counts":
+            return node.transport_message_counts()
         if method == "ticks":
             return {"stalls": node.ticks.stalls, "longest_stall": node.ticks.longest_stall}
         if method == "hand_over_leadership":

@@ -29,9 +29,14 @@ within ``message_timeout``. Every read is non-blocking and bounded per poll even
 thread never waits on a peer. The normal path costs one length check per message and one clock
 read per tick (the sweep runs every :data:`SWEEP_PERIOD` seconds).
 
+With a password, a connection also seals its messages with AES-256-GCM once the peer has said
+it reads them, and reads both formats (``sealed_messages.py``: the offer, the rolling upgrade;
+``peer_cipher.py``: the token). The password authenticates a sealed message as it does a Fernet
+one, and the handshake (random keys) is pysyncobj's, in its format, in both cases.
+
 Everything is hooked through pysyncobj's ``transportClass`` argument: subclasses of its
 ``TCPTransport``, ``TcpServer`` and ``TcpConnection``, overriding the connection's private read
-and parse methods (checked at import: a pysyncobj that renamed them fails loudly here).
+and parse methods and its send (checked at import: a pysyncobj that renamed them fails loudly here).
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pysyncobj.pickle as _pickle
@@ -54,9 +58,26 @@ from pysyncobj.tcp_server import TcpServer
 from pysyncobj.transport import TCPTransport
 
 from chunkraft.controller.raft.clock import raft_clock
+from chunkraft.controller.raft.peer_cipher import PeerCipher, is_sealed
+from chunkraft.controller.raft.sealed_messages import (
+    SEALED_OFFER,
+    is_offer,
+    offers_our_version,
+    open_message,
+    peer_cipher_for,
+    seal_message,
+)
+from chunkraft.controller.raft.transport_limits import (
+    APPEND_ENTRIES_BATCH_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    LARGEST_LEGITIMATE_MESSAGE_BYTES,
+    UNAUTHENTICATED_MAX_MESSAGE_BYTES,
+    TransportLimits,
+)
 
 __all__ = [
     "APPEND_ENTRIES_BATCH_BYTES",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "LARGEST_LEGITIMATE_MESSAGE_BYTES",
     "UNAUTHENTICATED_MAX_MESSAGE_BYTES",
     "GuardedTcpConnection",
@@ -70,39 +91,13 @@ logger = logging.getLogger(__name__)
 
 for _owner, _name in ((TcpConnection, "_TcpConnection__tryReadBuffer"),
                       (TcpConnection, "_TcpConnection__processParseMessage"),
+                      (TcpConnection, "_TcpConnection__trySendBuffer"),
                       (TcpServer, "_TcpServer__onNewConnection")):
     if not hasattr(_owner, _name):
         raise ImportError(f"pysyncobj changed: {_owner.__name__} has no {_name}; "
                           "review chunkraft.controller.raft.transport_guard")
 
-_MIB = 1024 * 1024
-
-APPEND_ENTRIES_BATCH_BYTES = 64 * _MIB
-"""pysyncobj's ``appendEntriesBatchSizeBytes`` as RaftNode sets it: an AppendEntries carries
-entries until their command bytes reach this (so up to this plus one entry), and an entry of
-this size or more travels in pieces of this size (see ``node.py`` for why it is this large)."""
-
-LARGEST_LEGITIMATE_MESSAGE_BYTES = 180 * _MIB
-"""An upper bound of the largest message a chunkraft peer sends, framed as on the wire.
-
-An AppendEntries holds up to ``2 x APPEND_ENTRIES_BATCH_BYTES`` of commands (a batch just short
-of the size plus one entry just short of it; a larger entry goes in pieces). pysyncobj pickles
-that (protocol 2: bytes become latin-1 text), compresses it (zlib, level 3) and encrypts it
-(Fernet: base64, so 4/3) — at worst 4/3 x 128 MiB x 1.001 + framing, about 171 MiB, for
-incompressible commands. Measured (``docs/controller.md``): 64 MiB of 2,000-record createTopics
-entries went out as 3.1 MiB, 64 MiB of random 1 MiB entries as 80.5 MiB. Dump transfers go in
-64 KiB pieces. ``raft.max.message.bytes`` may not be set below this."""
-
-DEFAULT_MAX_MESSAGE_BYTES = 256 * _MIB
-"""Above :data:`LARGEST_LEGITIMATE_MESSAGE_BYTES` with room to spare; only authenticated peers
-(who hold the password) can make a node buffer this much."""
-
-UNAUTHENTICATED_MAX_MESSAGE_BYTES = 64 * 1024
-"""The largest message accepted before a connection has authenticated. The handshake's two
-messages (a 32-byte random key, then a node address, each pickled, compressed and encrypted)
-are about 150 and 250 bytes; pysyncobj's admin commands are as small."""
-
-AUTHENTICATED_READ_BUDGET = 4 * _MIB
+AUTHENTICATED_READ_BUDGET = 4 * 1024 * 1024
 """Bytes read from one authenticated connection per poll event; the poll is level-triggered,
 so the rest is read on the next tick and no connection keeps the Raft thread to itself."""
 
@@ -124,37 +119,27 @@ _TRANSIENT_ACCEPT = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.
                                errno.ECONNABORTED, errno.EPROTO, errno.EPERM})
 
 
-@dataclass(frozen=True, slots=True)
-class TransportLimits:
-    """The guard's limits (times in seconds); see the module doc for what each one bounds."""
-
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_connections_per_address: int = 8
-    handshake_timeout: float = 5.0
-    message_timeout: float = 30.0
-
-    def __post_init__(self) -> None:
-        if self.max_message_bytes < UNAUTHENTICATED_MAX_MESSAGE_BYTES:
-            raise ValueError("max_message_bytes must be at least "
-                             f"{UNAUTHENTICATED_MAX_MESSAGE_BYTES}")
-        if self.max_connections_per_address < 1:
-            raise ValueError("max_connections_per_address must be at least 1")
-        if self.handshake_timeout <= 0 or self.message_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+_MESSAGE_COUNTS = ("sealed_sent", "fernet_sent", "sealed_received", "fernet_received",
+                   "offer_sent", "offer_received")
 
 
 class TransportGuard:
     """The state the guard keeps for one transport: live connections, unauthenticated incoming
-    connections per remote address, and counts of the connections it closed by reason.
+    connections per remote address, counts of the connections it closed by reason and of the
+    messages sent and received in each format, and the transport's :class:`PeerCipher` (None:
+    nothing is sealed nor read sealed).
 
-    Used only from pysyncobj's tick thread, except :meth:`closed_counts`, which copies a dict
-    (safe to call from any thread under the GIL).
+    Used only from pysyncobj's tick thread, except :meth:`closed_counts` and
+    :meth:`message_counts`, which copy a dict (safe to call from any thread under the GIL).
     """
 
     def __init__(self, limits: TransportLimits,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 cipher: PeerCipher | None = None) -> None:
         self.limits = limits
         self.clock = clock
+        self.cipher = cipher
+        self.messages = dict.fromkeys(_MESSAGE_COUNTS, 0)
         self._live: set[GuardedTcpConnection] = set()
         self._pending: dict[str, list[GuardedTcpConnection]] = {}
         self._closed: dict[str, int] = {}
@@ -167,6 +152,12 @@ class TransportGuard:
         """Connections this guard closed, by reason (``oversize``, ``undecryptable``,
         ``handshake_timeout``, ``message_timeout``, ``per_address``)."""
         return dict(self._closed)
+
+    def message_counts(self) -> Mapping[str, int]:
+        """Messages sent and received since start, by format (``sealed_sent``,
+        ``fernet_sent``, ``sealed_received``, ``fernet_received``; Fernet includes the
+        handshake's) and offers (``offer_sent``, ``offer_received``, not counted as Fernet)."""
+        return dict(self.messages)
 
     def unauthenticated(self, address: str) -> int:
         """Unauthenticated incoming connections from ``address`` now open."""
@@ -236,13 +227,18 @@ class TransportGuard:
 
 
 class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
-    """pysyncobj's TcpConnection with bounded reads (see the module doc).
+    """pysyncobj's TcpConnection with bounded reads, sealing its messages once the peer reads
+    them (see the module doc).
 
-    Replaces the connection's read loop and message parser; sending, connecting and the
-    callbacks are pysyncobj's. Used only from pysyncobj's tick thread.
+    Replaces the connection's read loop and message parser, and seals in ``send`` once
+    :attr:`peer_reads_sealed`; connecting, the handshake and the callbacks are pysyncobj's.
+    Used only from pysyncobj's tick thread.
     """
 
     recvLastTimestamp: int  # pysyncobj's attributes this class assigns
+    peer_reads_sealed: bool
+    _offered: bool
+    _sealed_timestamp: int
 
     def __init__(self, guard: TransportGuard, *, incoming: bool, remote: str | None,
                  **kwargs: Any) -> None:
@@ -253,13 +249,18 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
         self.opened_at = guard.clock()
         self._inbox = bytearray()
         self._message_started: float | None = None
+        self._reset_sealing()
         super().__init__(**kwargs)
+        if not hasattr(self, "_TcpConnection__writeBuffer"):
+            raise ImportError("pysyncobj changed: TcpConnection has no __writeBuffer; review "
+                              "chunkraft.controller.raft.transport_guard")
 
     # ---------------------------------------------------------------- pysyncobj's interface
 
     def connect(self, host: str, port: int) -> bool:
         self._inbox = bytearray()
         self._message_started = None
+        self._reset_sealing()
         self.is_authenticated = False
         self.opened_at = self.guard.clock()
         self.guard.watch(self)
@@ -268,8 +269,28 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
     def disconnect(self) -> None:
         self._inbox = bytearray()
         self._message_started = None
+        self._reset_sealing()  # a new connection negotiates again: the peer may be another build
         self.guard.forget(self)
         super().disconnect()
+
+    def send(self, message: Any) -> None:
+        cipher = self.guard.cipher
+        if cipher is not None and self.peer_reads_sealed and self.sendRandKey:
+            data = seal_message(cipher, (self.sendRandKey, message))
+            self._TcpConnection__writeBuffer += _LENGTH.pack(len(data)) + data
+            self._TcpConnection__trySendBuffer()
+            self.guard.messages["sealed_sent"] += 1
+        else:
+            super().send(message)
+            self.guard.messages["fernet_sent"] += 1
+        # The offer follows this side's first send on an authenticated connection, never the
+        # handshake's first message (see sealed_messages.py for why); also when the peer's
+        # offer came first and that send was already sealed, or the peer would never seal.
+        if (cipher is not None and not self._offered and self.is_authenticated
+                and self.sendRandKey and self.state != CONNECTION_STATE.DISCONNECTED):
+            self._offered = True
+            super().send(SEALED_OFFER)
+            self.guard.messages["offer_sent"] += 1
 
     def _TcpConnection__tryReadBuffer(self) -> None:
         sock = self._TcpConnection__socket
@@ -302,6 +323,14 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
         self._TcpConnection__lastReadTime = raft_clock()
 
     def _TcpConnection__processParseMessage(self) -> Any:
+        # An offer is swallowed and the next message parsed at once: returning None would
+        # leave messages already buffered unread until the socket has more bytes.
+        while True:
+            message = self._parse_one()
+            if message is None or not self._took_offer(message):
+                return message
+
+    def _parse_one(self) -> Any:
         inbox = self._inbox
         if len(inbox) < _LENGTH.size or not self._length_allowed():
             return None
@@ -313,15 +342,14 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
         del inbox[:end]
         self._message_started = self.guard.clock() if inbox else None
         keyed = bool(self.recvRandKey)
+        cipher = self.guard.cipher
+        # Both formats on every connection: the first byte tells them apart (peer_cipher.py).
+        sealed = cipher is not None and is_sealed(data)
         try:
-            # pysyncobj's own checks, in its order; only the failure handling differs.
-            if self.encryptor:
-                timestamp = self.encryptor.extract_timestamp(data)
-                if timestamp < self.recvLastTimestamp:
-                    raise ValueError("a timestamp older than the previous message's")
-                self.recvLastTimestamp = timestamp
-                data = self.encryptor.decrypt(data)
-            message = _pickle.loads(zlib.decompress(data))
+            if cipher is not None and sealed:
+                message = self._open_sealed(cipher, data, keyed)
+            else:
+                message = self._open_fernet(data)
             if self.recvRandKey:
                 rand_key, message = message
                 if rand_key != self.recvRandKey:
@@ -333,7 +361,48 @@ class GuardedTcpConnection(TcpConnection):  # type: ignore[misc]
         if not self.is_authenticated and (keyed or not self.encryptor):
             self.is_authenticated = True
             self.guard.authenticated(self)
+        kind = ("offer_received" if is_offer(message)
+                else "sealed_received" if sealed else "fernet_received")
+        self.guard.messages[kind] += 1
         return message
+
+    def _open_fernet(self, data: bytes) -> Any:
+        # pysyncobj's own checks, in its order; only the failure handling differs.
+        if self.encryptor:
+            timestamp = self.encryptor.extract_timestamp(data)
+            if timestamp < self.recvLastTimestamp:
+                raise ValueError("a timestamp older than the previous message's")
+            self.recvLastTimestamp = timestamp
+            data = self.encryptor.decrypt(data)
+        return _pickle.loads(zlib.decompress(data))
+
+    def _open_sealed(self, cipher: PeerCipher, data: bytes, keyed: bool) -> Any:
+        # The same checks as pysyncobj's on Fernet, the tag checked before the timestamp is
+        # trusted; sealed messages are only ever sent after the handshake, so always keyed.
+        if not keyed:
+            raise ValueError("a sealed message before the handshake")
+        timestamp, message = open_message(cipher, data)
+        if timestamp < self._sealed_timestamp:
+            raise ValueError("a timestamp older than the previous sealed message's")
+        self._sealed_timestamp = timestamp
+        return message
+
+    # ---------------------------------------------------------------- sealing
+
+    def _reset_sealing(self) -> None:
+        self.peer_reads_sealed = False
+        self._offered = False
+        self._sealed_timestamp = 0
+
+    def _took_offer(self, message: Any) -> bool:
+        """Whether ``message`` was the peer's offer, taken here (and never handed on). Without
+        a cipher this node is one of the older format, and an offer goes on to pysyncobj,
+        which ignores it, as an older node does."""
+        if self.guard.cipher is None or not self.is_authenticated or not is_offer(message):
+            return False
+        if offers_our_version(message):
+            self.peer_reads_sealed = True
+        return True
 
     # ---------------------------------------------------------------- the guard
 
@@ -427,7 +496,8 @@ class _GuardedTcpServer(TcpServer):  # type: ignore[misc]
 
 
 class GuardedTransport(TCPTransport):  # type: ignore[misc]
-    """pysyncobj's TCPTransport whose every connection, incoming and outgoing, is guarded.
+    """pysyncobj's TCPTransport whose every connection, incoming and outgoing, is guarded, and
+    seals its messages to peers that read them when the cluster has a password.
 
     Build it through :func:`guarded_transport`, passed as SyncObj's ``transportClass``.
     Used from pysyncobj's tick thread; :attr:`guard`'s counters may be read from any thread.
@@ -438,7 +508,11 @@ class GuardedTransport(TCPTransport):  # type: ignore[misc]
     def __init__(self, syncObj: Any, selfNode: Any, otherNodes: Any,
                  limits: TransportLimits | None = None) -> None:
         # Before TCPTransport.__init__, which creates the server and the outgoing connections.
-        self.guard = TransportGuard(limits or TransportLimits())
+        limits = limits or TransportLimits()
+        # No password, no sealing: pysyncobj sends in the clear then, and so does this.
+        cipher = peer_cipher_for(getattr(syncObj.conf, "password", None),
+                                 limits.max_message_bytes)
+        self.guard = TransportGuard(limits, cipher=cipher)
         super().__init__(syncObj, selfNode, otherNodes)
 
     def _createServer(self) -> None:

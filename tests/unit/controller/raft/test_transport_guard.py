@@ -1,7 +1,9 @@
-"""transport_guard: a guarded pysyncobj server against junk, floods, idlers and dribblers.
+"""transport_guard: a guarded pysyncobj server against junk, floods, idlers and dribblers, and
+sealed messages between peers of this version and of the older format.
 
 Real sockets on 127.0.0.1 and pysyncobj's own poller, driven by hand from the test thread (no
-Raft): the server side is exactly what a RaftNode's transport builds for incoming connections.
+Raft): the server side is exactly what a RaftNode's transport builds for incoming connections,
+and a peer's outgoing connection does pysyncobj's outgoing handshake.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pysyncobj.pickle as pysyncobj_pickle
 import pytest
 from pysyncobj.encryptor import getEncryptor
 from pysyncobj.poller import createPoller
-from pysyncobj.tcp_connection import CONNECTION_STATE
+from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
 
+from chunkraft.controller.raft.peer_cipher import PeerCipher, is_sealed
+from chunkraft.controller.raft.sealed_messages import SEALED_OFFER, seal_message
 from chunkraft.controller.raft.transport_guard import (
     LARGEST_LEGITIMATE_MESSAGE_BYTES,
     STALL,
@@ -52,10 +56,11 @@ class Clock:
 class Server:
     """A guarded server and the connections it accepted, each with the messages it got."""
 
-    def __init__(self, limits: TransportLimits, clock: Callable[[], float] = time.monotonic
-                 ) -> None:
+    def __init__(self, limits: TransportLimits, clock: Callable[[], float] = time.monotonic,
+                 cipher: PeerCipher | None = None, answer_handshake: bool = False) -> None:
         self.poller = createPoller("auto")
-        self.guard = TransportGuard(limits, clock)
+        self.guard = TransportGuard(limits, clock, cipher)
+        self.answer_handshake = answer_handshake
         self.port = free_ports(1)[0]
         self.accepted: list[GuardedTcpConnection] = []
         self.received: list[tuple[GuardedTcpConnection, Any, float]] = []
@@ -74,6 +79,9 @@ class Server:
         if not conn.recvRandKey:  # the handshake, as pysyncobj's transport does it
             conn.sendRandKey = message
             conn.recvRandKey = KEY
+            if self.answer_handshake:
+                conn.send(KEY)
+                return
         self.received.append((conn, message, time.monotonic()))
 
     def pump(self, seconds: float) -> None:
@@ -343,3 +351,184 @@ def test_a_stalled_raft_thread_reads_what_arrived_before_judging_deadlines() -> 
     finally:
         server.close()
 
+
+
+# ---------------------------------------------------------------- sealed messages
+
+CIPHER = PeerCipher(PASSWORD, max_token_bytes=TransportLimits().max_message_bytes)
+ADDRESS = "127.0.0.1:1"
+
+
+class Peer:
+    """An outgoing connection to a server, with pysyncobj's outgoing handshake
+    (``TCPTransport._onOutgoingConnected`` / ``_onOutgoingMessageReceived``): its random key,
+    then, once the server's key is in, its address. ``guarded=False`` is pysyncobj's own
+    TcpConnection, as a node of the older format has."""
+
+    def __init__(self, server: Server, *, guarded: bool, cipher: PeerCipher | None) -> None:
+        options: dict[str, Any] = {"poller": server.poller, "timeout": 60.0,
+                                   "sendBufferSize": 2 ** 16, "recvBufferSize": 2 ** 16}
+        self.guard = TransportGuard(TransportLimits(), cipher=cipher)
+        self.conn: Any = (GuardedTcpConnection(self.guard, incoming=False, remote=ADDRESS,
+                                               **options)
+                          if guarded else TcpConnection(**options))
+        self.conn.encryptor = ENCRYPTOR
+        self.received: list[Any] = []
+        self.conn.setOnConnectedCallback(self._connected)
+        self.conn.setOnMessageReceivedCallback(self._received)
+        assert self.conn.connect("127.0.0.1", server.port)
+
+    def _connected(self) -> None:
+        self.conn.recvRandKey = os.urandom(32)
+        self.conn.send(self.conn.recvRandKey)
+
+    def _received(self, message: Any) -> None:
+        if not self.conn.sendRandKey:
+            self.conn.sendRandKey = message
+            self.conn.send(ADDRESS)
+            return
+        self.received.append(message)
+
+    def connected(self) -> bool:
+        return self.conn.state == CONNECTION_STATE.CONNECTED
+
+
+def handshake(cipher: PeerCipher | None, *, server_cipher: PeerCipher | None,
+              guarded_peer: bool = True) -> tuple[Server, Peer, GuardedTcpConnection]:
+    server = Server(TransportLimits(), cipher=server_cipher, answer_handshake=True)
+    peer = Peer(server, guarded=guarded_peer, cipher=cipher)
+    assert server.pump_until(lambda: bool(server.received) and peer.conn.sendRandKey, 2.0)
+    conn, message, _ = server.received[0]
+    assert message == ADDRESS and conn.is_authenticated
+    return server, peer, conn
+
+
+def heartbeat(n: int) -> dict[str, Any]:
+    return {"type": "append_entries", "term": 3, "commit_index": n}
+
+
+def test_peers_offer_once_then_seal_every_message_both_ways() -> None:
+    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
+    try:
+        # The peer sent its address, then its offer, which the server took (never handed on).
+        assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
+        assert [m for _, m, _ in server.received] == [ADDRESS]
+        # The server's first authenticated send is sealed already; its offer follows it.
+        for n in range(5):
+            conn.send(heartbeat(n))
+        assert server.pump_until(lambda: len(peer.received) == 5, 2.0)
+        assert peer.received == [heartbeat(n) for n in range(5)]
+        assert peer.conn.peer_reads_sealed
+        for n in range(5, 10):
+            peer.conn.send(heartbeat(n))
+        assert server.pump_until(lambda: len(server.received) == 6, 2.0)
+        assert [m for _, m, _ in server.received[1:]] == [heartbeat(n) for n in range(5, 10)]
+        # Handshake: peer key + address (Fernet); server key (Fernet). Then only sealed.
+        assert server.guard.message_counts() == {
+            "sealed_sent": 5, "fernet_sent": 1, "sealed_received": 5, "fernet_received": 2,
+            "offer_sent": 1, "offer_received": 1}
+        assert peer.guard.message_counts() == {
+            "sealed_sent": 5, "fernet_sent": 2, "sealed_received": 5, "fernet_received": 1,
+            "offer_sent": 1, "offer_received": 1}
+        assert server.guard.closed_counts() == {} and peer.connected()
+        # On the wire: what the peer sends now is a sealed token after pysyncobj's prefix.
+        frames: list[bytes] = []
+        peer.conn._TcpConnection__trySendBuffer = lambda: frames.append(
+            bytes(peer.conn._TcpConnection__writeBuffer))
+        peer.conn.send(heartbeat(99))
+        assert frames and is_sealed(frames[-1][4:])
+        assert struct.unpack_from("i", frames[-1])[0] == len(frames[-1]) - 4
+    finally:
+        peer.conn.disconnect()
+        server.close()
+
+
+def test_a_reconnected_peer_negotiates_again() -> None:
+    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
+    try:
+        assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
+        conn.send(heartbeat(0))
+        assert server.pump_until(lambda: peer.conn.peer_reads_sealed, 2.0)
+        peer.conn.disconnect()
+        assert not peer.conn.peer_reads_sealed  # the next connection may reach another build
+        assert peer.conn.connect("127.0.0.1", server.port)
+        assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+        again = server.received[1][0]
+        assert again is not conn and server.received[1][1] == ADDRESS
+        assert server.pump_until(lambda: again.peer_reads_sealed, 2.0)
+        peer.conn.send(heartbeat(1))  # Fernet: the server has not offered on this connection
+        again.send(heartbeat(2))
+        assert server.pump_until(lambda: peer.conn.peer_reads_sealed, 2.0)
+        peer.conn.send(heartbeat(3))
+        assert server.pump_until(lambda: len(server.received) == 4, 2.0)
+        assert peer.guard.message_counts()["offer_sent"] == 2
+        assert peer.guard.message_counts()["sealed_sent"] == 1
+        assert [m for _, m, _ in server.received[2:]] == [heartbeat(1), heartbeat(3)]
+    finally:
+        peer.conn.disconnect()
+        server.close()
+
+
+def test_a_peer_of_the_older_format_gets_fernet_and_is_read() -> None:
+    # pysyncobj's own connection, no chunkraft at all: it disconnects on any message it cannot
+    # decrypt, so staying connected means every message it got was Fernet.
+    server, old, conn = handshake(None, server_cipher=CIPHER, guarded_peer=False)
+    try:
+        server.pump(0.05)
+        # The handshake's key was the server's only message so far: no offer in the exchange
+        # itself (pysyncobj's admin utility would take it for its command's answer).
+        assert old.received == []
+        for n in range(4):
+            conn.send(heartbeat(n))
+        assert server.pump_until(lambda: len(old.received) == 5, 2.0)
+        # The offer reaches the old node's handler, which ignores a message type it does not
+        # know (pysyncobj's SyncObj.__onMessageReceived matches none of its types).
+        assert old.received == [heartbeat(0), dict(SEALED_OFFER), *map(heartbeat, range(1, 4))]
+        old.conn.send(heartbeat(7))
+        assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+        assert server.received[-1][1] == heartbeat(7)
+        assert not conn.peer_reads_sealed and old.connected()
+        counts = server.guard.message_counts()
+        assert counts["sealed_sent"] == 0 and counts["fernet_sent"] == 5
+        assert counts["offer_sent"] == 1 and counts["offer_received"] == 0
+    finally:
+        old.conn.disconnect()
+        server.close()
+
+
+def test_a_node_without_a_cipher_never_offers_and_is_never_sealed_to() -> None:
+    # The server plays a node of the older format (PeerCipher disabled); the peer is this one.
+    server, peer, conn = handshake(CIPHER, server_cipher=None)
+    try:
+        # The peer's offer went on to the handler, as on an older node.
+        assert server.pump_until(lambda: len(server.received) == 2, 2.0)
+        assert server.received[1][1] == dict(SEALED_OFFER)
+        for n in range(3):
+            conn.send(heartbeat(n))
+        assert server.pump_until(lambda: len(peer.received) == 3, 2.0)
+        for n in range(3, 6):
+            peer.conn.send(heartbeat(n))
+        assert server.pump_until(lambda: len(server.received) == 5, 2.0)
+        assert [m for _, m, _ in server.received[2:]] == [heartbeat(n) for n in range(3, 6)]
+        assert not peer.conn.peer_reads_sealed
+        assert peer.guard.message_counts()["sealed_sent"] == 0
+        assert server.guard.message_counts()["offer_sent"] == 0
+        assert server.guard.closed_counts() == {}
+    finally:
+        peer.conn.disconnect()
+        server.close()
+
+
+def test_a_sealed_message_under_another_password_closes_the_connection() -> None:
+    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
+    try:
+        assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
+        forged = seal_message(PeerCipher("another", max_token_bytes=2 ** 20),
+                              (peer.conn.sendRandKey, heartbeat(1)))
+        peer.conn._TcpConnection__socket.sendall(struct.pack("i", len(forged)) + forged)
+        assert server.pump_until(
+            lambda: server.guard.closed_counts().get("undecryptable") == 1, 2.0)
+        assert [m for _, m, _ in server.received] == [ADDRESS]
+    finally:
+        peer.conn.disconnect()
+        server.close()
