@@ -1,10 +1,11 @@
 """Each controller runs its Raft node in a process of its own (``raft.process=separate``).
 
 Real processes: a 3-controller quorum. Checked: every controller has exactly one Raft process,
-its child; under 8 writers creating topics, kill -9 of the leader's Raft process stops its
-controller (one log line naming the status), kill -9 of the leader's API process stops its Raft
-process within seconds, and kill -9 of both; each time, after the restart, no acknowledged
-write is lost, none is duplicated, and every node runs the same image (offset and hash).
+its child, whose tick gaps the controller's ``/metrics`` exports; under 8 writers creating
+topics, kill -9 of the leader's Raft process stops its controller (one log line naming the
+status), kill -9 of the leader's API process stops its Raft process within seconds, and kill -9
+of both; each time, after the restart, no acknowledged write is lost, none is duplicated, and
+every node runs the same image (offset and hash).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from chunkraft.local.local_cluster import LocalCluster
 from tests.integration.conftest import READY_TIMEOUT
@@ -72,6 +75,19 @@ def test_every_controller_runs_one_raft_process_of_its_own(quorum: LocalCluster)
         status = quorum.status(node_id)
         assert status is not None and status["leader_id"] is not None, status
         assert status["tick_lag_seconds"] is not None
+    for node_id, node in quorum.nodes.items():
+        # The tick gaps are counted in the Raft process and exported by the API process.
+        answer = httpx.get(f"{node.url}/metrics", headers=quorum.headers, verify=quorum.verify,
+                           timeout=10)
+        assert answer.status_code == 200, answer.text
+        (gaps,) = [family for family in text_string_to_metric_families(answer.text)
+                   if family.name == "chunkraft_raft_tick_gap_seconds"]
+        found = {(sample.name, sample.labels.get("le")): sample.value for sample in gaps.samples}
+        count = found[("chunkraft_raft_tick_gap_seconds_count", None)]
+        assert count > 0 and found[("chunkraft_raft_tick_gap_seconds_bucket", "+Inf")] == count
+        # Running, every node ticks at least every 50 ms or so: most gaps are under 0.1 s.
+        assert found[("chunkraft_raft_tick_gap_seconds_bucket", "0.1")] > count / 2, (
+            node_id, found)
 
 
 @pytest.mark.leader_changes("kills the leader's processes")

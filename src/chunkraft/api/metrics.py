@@ -8,8 +8,9 @@ the process-global one: tests build several apps in one process, and a registry 
   label cardinality stays bounded by the routes), method and status;
 - the node's state, read when scraped: Raft commit index, leader, this node's own leadership
   gains and losses, the changes of leader and the term increments it saw, how long the leader
-  has led, the Raft thread's tick lag, Raft connections the transport guard closed, Raft
-  messages by format (sealed or Fernet), metadata offset, image size, writes in flight.
+  has led, the Raft thread's tick lag, stalls and histogram of the gaps between its ticks, Raft
+  connections the transport guard closed, Raft messages by format (sealed or Fernet), metadata
+  offset, image size, writes in flight.
 
 The middleware keeps its own counters (plain dicts, updated on the event loop thread) and turns
 them into metric families only when scraped: prometheus_client's labelled children take a lock
@@ -42,6 +43,7 @@ from chunkraft.api.authentication import principal_of
 from chunkraft.api.context import ControllerContext
 from chunkraft.api.errors import ErrorBody
 from chunkraft.controller.image import MetadataImage, TopicImage
+from chunkraft.controller.raft.log import TICK_GAP_BUCKETS, TickCounts
 from chunkraft.protocol.acls import AclOperation
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "RequestMetricsMiddleware",
     "RequestStats",
     "install_metrics",
+    "tick_gap_histogram",
 ]
 
 LATENCY_BUCKETS: tuple[float, ...] = (
@@ -259,13 +262,15 @@ class NodeCollector(Collector):
         yield _gauge("chunkraft_raft_tick_lag_seconds", "Seconds since the Raft thread last "
                      "ticked; past the election timeout the node is not ready (see /readyz)",
                      status.tick_lag_seconds or 0.0)
-        ticks = getattr(controller.raft, "ticks", None)
+        # Read once: from a Raft process, each read of ``ticks`` is a call to it.
+        ticks: TickCounts | None = getattr(controller.raft, "ticks", None)
         if ticks is not None:
             yield CounterMetricFamily(
                 "chunkraft_raft_tick_stalls", "Gaps between two Raft ticks longer than half the "
                 "election timeout (each is logged with its length)", value=ticks.stalls)
             yield _gauge("chunkraft_raft_longest_tick_stall_seconds", "The longest gap between "
                          "two Raft ticks since the node started", ticks.longest_stall)
+            yield tick_gap_histogram(ticks)
         closed = CounterMetricFamily(
             "chunkraft_raft_transport_closed_connections", "Raft connections the transport "
             "guard closed, by reason (oversize, undecryptable, handshake_timeout, "
@@ -304,6 +309,23 @@ class NodeCollector(Collector):
                                  labels=("node_id", "cluster_id"))
         info.add_metric((str(context.node_id), context.cluster_id_text), 1)
         yield info
+
+
+def tick_gap_histogram(ticks: TickCounts) -> HistogramMetricFamily:
+    """``chunkraft_raft_tick_gap_seconds``: the gaps between two Raft ticks, its buckets
+    cumulative as Prometheus requires (the watch counts each gap in one bucket only)."""
+    counts = tuple(ticks.gap_counts)  # one copy: the Raft thread may go on counting
+    if len(counts) != len(TICK_GAP_BUCKETS):
+        raise ValueError(f"{len(counts)} tick-gap counts for {len(TICK_GAP_BUCKETS)} buckets")
+    bounds = [*(_float_text(bound) for bound in TICK_GAP_BUCKETS[:-1]), "+Inf"]
+    cumulative, running = [], 0
+    for bound, count in zip(bounds, counts, strict=True):
+        running += count
+        cumulative.append((bound, float(running)))
+    return HistogramMetricFamily(
+        "chunkraft_raft_tick_gap_seconds", "Gaps between two ticks of the Raft thread (about "
+        "50 ms apart when idle; a longer gap delays heartbeats and elections)",
+        buckets=cumulative, sum_value=ticks.gap_sum)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,7 +21,11 @@ from chunkraft.api.metrics import (
     RequestMetricsMiddleware,
     RequestStats,
     install_metrics,
+    tick_gap_histogram,
 )
+from chunkraft.controller.raft.local import LocalRaft
+from chunkraft.controller.raft.log import TICK_GAP_BUCKETS, TickWatch
+from chunkraft.controller.raft.process_log import TickReport
 from chunkraft.security.authorizer import Authorizer
 from chunkraft.security.credentials import CredentialStore, add_token
 from tests.unit.api.support import V1, running_node, start_brokers
@@ -302,3 +307,77 @@ def test_image_sizes_follow_every_change_counting_only_changed_topics() -> None:
             assert value(found, "chunkraft_image_size", kind="partitions") == 2
 
     asyncio.run(scenario())
+
+
+class TickingRaft(LocalRaft):
+    """A LocalRaft with a Raft thread's tick counts: a TickWatch (embedded) or the Raft
+    process's report."""
+
+    def __init__(self, ticks: TickWatch | TickReport) -> None:
+        super().__init__(1)
+        self.ticks = ticks
+
+
+def tick_gap_buckets(found: Samples) -> dict[str, float]:
+    return {dict(labels)["le"]: count for (name, labels), count in found.items()
+            if name == "chunkraft_raft_tick_gap_seconds_bucket"}
+
+
+def test_the_raft_thread_s_tick_gaps_are_a_cumulative_histogram() -> None:
+    now = [0.0]
+    watch = TickWatch(0.5, clock=lambda: now[0])
+    watch.tick()
+    for gap in (0.0005, 0.002, 0.002, 0.04, 0.05, 0.3, 4.0):
+        now[0] += gap
+        watch.tick()
+
+    async def scenario() -> Samples:
+        async with running_node(TickingRaft(watch)) as node:
+            return await scrape(node.http)
+
+    found = asyncio.run(scenario())
+    buckets = tick_gap_buckets(found)
+    assert list(buckets) == [*(repr(b) for b in TICK_GAP_BUCKETS[:-1]), "+Inf"]
+    assert buckets["0.001"] == 1
+    assert buckets["0.0025"] == 3
+    assert buckets["0.025"] == 3
+    assert buckets["0.05"] == 5  # le is inclusive: the 50 ms gap is here
+    assert buckets["0.5"] == 6
+    assert buckets["2.5"] == 6
+    assert buckets["+Inf"] == 7  # the 4 s gap
+    assert value(found, "chunkraft_raft_tick_gap_seconds_count") == 7
+    assert value(found, "chunkraft_raft_tick_gap_seconds_sum") == pytest.approx(4.3945)
+    assert value(found, "chunkraft_raft_tick_stalls_total") == 2
+    assert value(found, "chunkraft_raft_longest_tick_stall_seconds") == pytest.approx(4.0)
+
+
+def test_the_raft_process_s_tick_report_gives_the_same_histogram() -> None:
+    counts = (0, 4, 0, 0, 10, 2, 3, 0, 0, 0, 0, 0, 1)
+    report = TickReport(stalls=1, longest_stall=3.0, gap_counts=counts, gap_sum=3.25)
+
+    async def scenario() -> Samples:
+        async with running_node(TickingRaft(report)) as node:
+            return await scrape(node.http)
+
+    found = asyncio.run(scenario())
+    buckets = tick_gap_buckets(found)
+    assert [buckets[le] for le in ("0.001", "0.0025", "0.025", "0.05", "0.06", "2.5", "+Inf")
+            ] == [0, 4, 14, 16, 19, 19, 20]
+    assert value(found, "chunkraft_raft_tick_gap_seconds_count") == 20
+    assert value(found, "chunkraft_raft_tick_gap_seconds_sum") == 3.25
+
+
+def test_a_node_without_a_raft_thread_has_no_tick_gap_histogram() -> None:
+    async def scenario() -> Samples:
+        async with running_node() as node:  # LocalRaft: no ticks
+            return await scrape(node.http)
+
+    found = asyncio.run(scenario())
+    assert tick_gap_buckets(found) == {}
+    assert ("chunkraft_raft_tick_gap_seconds_count", ()) not in found
+
+
+def test_tick_counts_of_other_buckets_are_refused_not_mislabelled() -> None:
+    report = TickReport(stalls=0, longest_stall=0.0, gap_counts=(1, 2, 3), gap_sum=0.1)
+    with pytest.raises(ValueError, match=f"3 tick-gap counts for {len(TICK_GAP_BUCKETS)} "):
+        tick_gap_histogram(report)

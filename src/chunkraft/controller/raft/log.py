@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -12,8 +14,15 @@ from chunkraft.controller.raft.entry import EpochOutOfRangeError, ProposedBatch,
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.errors import ChunkraftError
 
-__all__ = ["ProposalError", "QuorumStatus", "RaftLog", "TickWatch", "VoterStatus",
-           "encode_proposal"]
+__all__ = ["TICK_GAP_BUCKETS", "ProposalError", "QuorumStatus", "RaftLog", "TickCounts",
+           "TickWatch", "VoterStatus", "encode_proposal"]
+
+TICK_GAP_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.06, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf)
+"""Upper bounds (seconds, inclusive) of the tick-gap histogram's buckets, ``inf`` last. A busy
+Raft thread ticks every millisecond or so; an idle one when pysyncobj's poll gives up, after
+50 ms, so idle gaps are 50 ms and a little: the 60 ms bound keeps that rhythm apart from a tick
+that came late. From 0.25 s a gap nears the election timeout (0.2-0.5 s by default)."""
 
 
 class ProposalError(ChunkraftError):
@@ -97,15 +106,44 @@ class QuorumStatus:
                 and self.tick_lag_seconds > self.tick_lag_limit_seconds)
 
 
-class TickWatch:
-    """When a Raft thread last ticked, how long ago that was, and its stalls.
+class TickCounts(Protocol):
+    """What a Raft thread's tick watch reports: its stalls and its histogram of tick gaps
+    (:class:`TickWatch` in the Raft thread's process, a copy sent by the Raft process)."""
 
-    :meth:`tick` is called by the Raft thread on every tick (a clock read, a subtraction and an
-    attribute store); :meth:`lag` from any thread (a float is read whole under the GIL). A gap
-    between two ticks longer than half of ``limit`` is a stall: counted in :attr:`stalls`,
-    the longest kept in :attr:`longest_stall`, and passed to ``on_stall`` (from the Raft
-    thread, so it must be quick), since a stall that reaches the election timeout costs an
-    election and the operator wants to know when and how long.
+    @property
+    def stalls(self) -> int: ...
+
+    @property
+    def longest_stall(self) -> float: ...
+
+    @property
+    def gap_counts(self) -> Sequence[int]:
+        """One count per bucket of :data:`TICK_GAP_BUCKETS` (not cumulative across buckets)."""
+
+    @property
+    def gap_sum(self) -> float: ...
+
+
+class TickWatch:
+    """When a Raft thread last ticked, how long ago that was, its stalls and its tick gaps.
+
+    :meth:`tick` is called by the Raft thread on every tick: a clock read, a subtraction, a
+    bisect on the 13 bounds of :data:`TICK_GAP_BUCKETS`, two attribute updates. :meth:`lag`
+    may be called from any thread (a float is read whole under the GIL).
+
+    Every gap between two ticks is counted in :attr:`gap_counts` (one count per bucket, the
+    first bucket whose bound is at least the gap; counts only grow, Prometheus' histogram
+    turns them cumulative across buckets) and added to :attr:`gap_sum`: the distribution shows
+    whether heartbeats keep their period, which the longest stall alone cannot. The time from
+    construction to the first tick (the journal's load, the transport's start) is no gap
+    between ticks and is left out of the histogram. A reader on another thread should copy
+    :attr:`gap_counts` (``tuple(...)``, whole under the GIL); it and :attr:`gap_sum` may then
+    disagree by the one tick in between, which a scrape can ignore.
+
+    A gap longer than half of ``limit`` is a stall: counted in :attr:`stalls`, the longest
+    kept in :attr:`longest_stall`, and passed to ``on_stall`` (from the Raft thread, so it
+    must be quick), since a stall that reaches the election timeout costs an election and the
+    operator wants to know when and how long.
     """
 
     def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic,
@@ -113,14 +151,23 @@ class TickWatch:
         self.limit = limit
         self._clock = clock
         self._last = clock()
+        self._ticked = False
         self._on_stall = on_stall
         self.stalls = 0
         self.longest_stall = 0.0
+        self.gap_counts = [0] * len(TICK_GAP_BUCKETS)
+        self.gap_sum = 0.0
 
     def tick(self) -> None:
         now = self._clock()
         gap = now - self._last
         self._last = now
+        if self._ticked:
+            # bisect_left: a gap equal to a bound belongs to that bucket (Prometheus' le).
+            self.gap_counts[bisect.bisect_left(TICK_GAP_BUCKETS, gap)] += 1
+            self.gap_sum += gap
+        else:
+            self._ticked = True
         if gap > self.limit / 2:
             self.stalls += 1
             self.longest_stall = max(self.longest_stall, gap)

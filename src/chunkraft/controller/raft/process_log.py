@@ -51,7 +51,7 @@ from chunkraft.controller.raft.raft_process import encode_controllers, settings_
 from chunkraft.controller.raft.state_machine import BatchOutcome, MetadataStateMachine
 from chunkraft.errors import ChunkraftError
 
-__all__ = ["RaftProcessError", "RaftProcessLog"]
+__all__ = ["RaftProcessError", "RaftProcessLog", "TickReport"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +69,18 @@ class RaftProcessError(ChunkraftError):
 
 
 @dataclass(frozen=True, slots=True)
-class TickStalls:
-    """The Raft thread's stalls, as the Raft process counts them."""
+class TickReport:
+    """The Raft thread's stalls and tick-gap histogram, as the Raft process's
+    :class:`~chunkraft.controller.raft.log.TickWatch` counts them (a
+    :class:`~chunkraft.controller.raft.log.TickCounts`); a copy, so immutable and
+    thread-safe."""
 
     stalls: int
     longest_stall: float
+    gap_counts: tuple[int, ...]
+    """One count per bucket of :data:`~chunkraft.controller.raft.log.TICK_GAP_BUCKETS` (the
+    two processes ship together, so their bounds are the same)."""
+    gap_sum: float
 
 
 class RaftProcessLog:
@@ -296,9 +303,12 @@ class RaftProcessLog:
                                 failure=self.state_machine.failure)
 
     @property
-    def ticks(self) -> TickStalls:
+    def ticks(self) -> TickReport:
+        """The Raft process's tick counts, read from it (its main thread answers)."""
         value = self._call("ticks")
-        return TickStalls(int(value["stalls"]), float(value["longest_stall"]))
+        return TickReport(int(value["stalls"]), float(value["longest_stall"]),
+                          tuple(int(count) for count in value["gap_counts"]),
+                          float(value["gap_sum"]))
 
     @property
     def dumps_written(self) -> int:

@@ -218,7 +218,10 @@ class _Server:
         if method == "transport_message_counts":
             return node.transport_message_counts()
         if method == "ticks":
-            return {"stalls": node.ticks.stalls, "longest_stall": node.ticks.longest_stall}
+            ticks = node.ticks
+            # Copied first: the tick thread goes on counting while this (main) thread encodes.
+            return {"stalls": ticks.stalls, "longest_stall": ticks.longest_stall,
+                    "gap_counts": list(ticks.gap_counts), "gap_sum": ticks.gap_sum}
         if method == "hand_over_leadership":
             membership.hand_over_leadership()
             return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,9 @@ from typing import NoReturn
 
 import pytest
 
+from chunkraft.controller.raft.log import TICK_GAP_BUCKETS
 from chunkraft.controller.raft.node import RaftSettings
-from chunkraft.controller.raft.process_log import RaftProcessError, RaftProcessLog
+from chunkraft.controller.raft.process_log import RaftProcessError, RaftProcessLog, TickReport
 from chunkraft.controller.raft.state_machine import BatchStatus
 from chunkraft.local.local_cluster import free_ports
 from tests.support.raft import batch, topic_record, wait_until
@@ -54,8 +56,22 @@ def test_proposals_commit_into_the_image_of_this_process(log: RaftProcessLog) ->
     assert status.tick_lag_seconds is not None and status.tick_lag_seconds < 0.5
     assert [voter.node_id for voter in log.membership.voters()] == [1]
     assert log.membership.addresses() == [log.settings.address]
-    assert log.ticks.stalls >= 0
     assert log.transport_closed_counts() == {}
+
+
+def test_the_tick_counts_of_the_raft_process_cross_with_their_histogram(
+        log: RaftProcessLog) -> None:
+    first, first_at = log.ticks, time.monotonic()
+    assert isinstance(first, TickReport) and first.stalls >= 0
+    assert len(first.gap_counts) == len(TICK_GAP_BUCKETS)
+    time.sleep(1.0)
+    later, later_at = log.ticks, time.monotonic()
+    counted = [b - a for a, b in zip(first.gap_counts, later.gap_counts, strict=True)]
+    assert min(counted) >= 0
+    assert sum(counted) > 5  # an idle node ticks every 50 ms or so (pysyncobj's poll)
+    # The gaps between ticks tile the time between the two reads (give or take a gap at
+    # either end), so their sum crossed too, not some other figure.
+    assert later.gap_sum - first.gap_sum == pytest.approx(later_at - first_at, abs=0.3)
 
 
 def test_a_refused_batch_is_an_outcome_and_an_apply_listener_hears_each_entry(
