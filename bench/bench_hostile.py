@@ -48,12 +48,15 @@ Raft tick gaps over the window (``chunkraft_raft_tick_gap_seconds`` scraped from
 ``/metrics`` as the window starts and again once it and the attack are over, ``_tick_gaps``):
 ``leader_tick_gap_p99_ms`` (Prometheus' estimate) and ``leader_tick_gap_max_ms`` (the bound of
 the highest bucket reached), with a target of p99 <= ``TICK_GAP_P99_TARGET_MS``.
+``--raft-process embedded`` runs the same attacks with the Raft node as a thread of the API
+process, the design before, to compare.
 
 One JSON line per row, then a table, then one line per target (the windows that met it, the
 attacks that missed it); ``--results`` appends both to ``bench/RESULTS.md``. Exit 1 if the
 baseline had errors or any window's leader moved.
 
     .venv/bin/python bench/bench_hostile.py [--quick] [--only NAME ...] [--results]
+        [--raft-process separate|embedded]
 """
 
 from __future__ import annotations
@@ -480,6 +483,9 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=20.0,
                         help="seconds each attack's measured window lasts")
     parser.add_argument("--results", action="store_true", help="append to bench/RESULTS.md")
+    parser.add_argument("--raft-process", choices=("separate", "embedded"), default="separate",
+                        help="raft.process of the controllers: the Raft node in a process of "
+                             "its own (the default) or a thread of the API process, to compare")
     args = parser.parse_args()
     args.flood_seconds = 30.0 if args.quick else 180.0
     args.body_mb = 0.0
@@ -488,7 +494,8 @@ def main() -> int:
         attacks.insert(0, "baseline")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as base:
-        cluster = LocalCluster(Path(base), broker_count=3)
+        cluster = LocalCluster(Path(base), broker_count=3,
+                               extra_properties={"raft.process": args.raft_process})
         try:
             cluster.prepare()
             cluster.start()
@@ -520,7 +527,8 @@ def main() -> int:
     print("\n".join(lines))
     if args.results:
         append_section("Hostile input", [
-            f"3 controllers + 3 brokers, default settings, {CLIENTS} well-behaved v3 "
+            f"3 controllers (raft.process={args.raft_process}) + 3 brokers, default settings, "
+            f"{CLIENTS} well-behaved v3 "
             f"createTopics clients and 2 well-behaved Kafka clients (Metadata every "
             f"{KAFKA_CALM_INTERVAL_S * 1000:.0f} ms on the leader's and broker 0's Kafka "
             f"port), windows of {args.window:.0f} s (produce flood "
