@@ -12,10 +12,29 @@ from pathlib import Path
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def with_descendants(pids: list[int]) -> list[int]:
+    """The given processes and every live process below them (a controller's Raft process is
+    its child: its CPU is the controller's, not "other" work of the machine)."""
+    found: list[int] = []
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.append(pid)
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(child) for child in children)
+    return found
+
+
 def cpu_seconds(pids: list[int]) -> float:
-    """user + system CPU seconds of the given processes (0 for one that is gone)."""
+    """user + system CPU seconds of the given processes and their live descendants (0 for one
+    that is gone)."""
     total = 0.0
-    for pid in pids:
+    for pid in with_descendants(pids):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / TICKS
