@@ -162,9 +162,9 @@ def start_profiles(cluster: LocalCluster, leader: int, directory: Path, tag: str
 
 
 def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
-            profile: Path | None = None) -> dict[str, Any]:
+            profile: Path | None = None, raft_process: str = "separate") -> dict[str, Any]:
     """One run at ``rate`` operations/s, ``per_request`` a request: prints and returns its
-    row."""
+    row (``raft_process``: the controllers' setting, carried in the row)."""
     leader = cluster.leader_id()
     if leader is None:
         raise RuntimeError("no leader")
@@ -194,7 +194,8 @@ def measure(cluster: LocalCluster, rate: int, per_request: int, seconds: float,
         index = bisect.bisect_right(bases, offset) - 1
         if index >= 0:
             ack_to_applied.append(on_all[bases[index]] - acked_ms)
-    row: dict[str, Any] = {"bench": "propagation", "target_ops_per_s": rate,
+    row: dict[str, Any] = {"bench": "propagation", "raft_process": raft_process,
+                           "target_ops_per_s": rate,
                            "ops_per_request": per_request, "seconds": seconds, **client,
                            "batches_on_all_brokers": len(bases), **window.result().fields()}
     for name, values in (("ack_to_applied", ack_to_applied),
@@ -221,6 +222,9 @@ def main() -> int:
                         help="RATExPER_REQUEST, comma-separated (default: %(default)s)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="py-spy the leader and broker 0 into this directory")
+    parser.add_argument("--raft-process", choices=("separate", "embedded"), default="separate",
+                        help="raft.process of the controllers: the Raft node in a process of "
+                             "its own (the default) or a thread of the API process, to compare")
     args = parser.parse_args()
     if args.profile is not None and shutil.which("py-spy") is None:
         print("--profile needs py-spy on PATH (pip install py-spy)", file=sys.stderr)
@@ -229,7 +233,8 @@ def main() -> int:
     # SIGTERM (a timeout) must still run the finally below: the cluster is ours to stop.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-propagation-"))
-    cluster = LocalCluster(base, broker_count=3)
+    cluster = LocalCluster(base, broker_count=3,
+                           extra_properties={"raft.process": args.raft_process})
     rows: list[dict[str, Any]] = []
     try:
         cluster.prepare()
@@ -238,7 +243,8 @@ def main() -> int:
         cluster.start_brokers()
         cluster.wait_brokers_ready(timeout=60)
         for rate, per_request in runs:
-            rows.append(measure(cluster, rate, per_request, args.seconds, args.profile))
+            rows.append(measure(cluster, rate, per_request, args.seconds, args.profile,
+                                args.raft_process))
     finally:
         cluster.stop_brokers(timeout=30)
         cluster.stop()
