@@ -7,8 +7,9 @@ its p99 is estimated as Prometheus' ``histogram_quantile`` does (linear within t
 rank falls in), so a bench figure and an operator's dashboard agree, and its max is the upper
 bound of the highest bucket the window reached (a histogram knows no more).
 
-An idle Raft thread ticks when pysyncobj's poll gives up, every 50 ms and a little; a busy one
-every millisecond or less. Values are immutable; nothing here is shared between threads.
+An idle Raft thread waits in pysyncobj's poll for at most 50 ms, so no idle gap passes the 60 ms
+bucket; under load the gaps are shorter. Values are immutable; nothing here is shared between
+threads.
 """
 
 from __future__ import annotations

@@ -112,8 +112,9 @@ HOSTILE_TIMEOUT_S = 120.0
 NOT_ANSWERED = ("baseline", "slowloris-500", "produce-flood", "kafka-slow-sasl")
 """Windows whose attack is no request answered at once (nothing, or held by design)."""
 TICK_GAP_P99_TARGET_MS = 50
-"""The leader's Raft thread keeps its rhythm: under load it ticks every few milliseconds (idle,
-every 50 ms), and an attack on the API must not stretch its gaps."""
+"""The leader's Raft thread keeps its rhythm: an idle one waits at most 50 ms between ticks,
+this bench's baseline load makes the gaps shorter, and an attack on the API must not stretch
+them."""
 
 
 def _post(url: str, path: str, token: str, body: bytes, timeout: float = HOSTILE_TIMEOUT_S

@@ -19,10 +19,10 @@ __all__ = ["TICK_GAP_BUCKETS", "ProposalError", "QuorumStatus", "RaftLog", "Tick
 
 TICK_GAP_BUCKETS: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.06, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf)
-"""Upper bounds (seconds, inclusive) of the tick-gap histogram's buckets, ``inf`` last. A busy
-Raft thread ticks every millisecond or so; an idle one when pysyncobj's poll gives up, after
-50 ms, so idle gaps are 50 ms and a little: the 60 ms bound keeps that rhythm apart from a tick
-that came late. From 0.25 s a gap nears the election timeout (0.2-0.5 s by default)."""
+"""Upper bounds (seconds, inclusive) of the tick-gap histogram's buckets, ``inf`` last. An idle
+Raft thread waits in pysyncobj's poll for at most 50 ms, so idle gaps stay within 60 ms: that
+bound keeps the idle rhythm apart from a tick that came late (a busy thread ticks more often).
+From 0.25 s a gap nears the election timeout (0.2-0.5 s by default)."""
 
 
 class ProposalError(ChunkraftError):
