@@ -546,13 +546,17 @@ class RaftNode:
 
     def transport_closed_counts(self) -> dict[str, int]:
         """Raft connections the transport guard closed since start, by reason."""
-        guard = getattr(getattr(self._syncobj, "_SyncObj__transport", None), "guard", None)
+        guard = self._transport_guard()
         return dict(guard.closed_counts()) if guard is not None else {}
 
     def transport_message_counts(self) -> dict[str, int]:
         """Raft messages sent and received since start, sealed or Fernet, and offers."""
-        guard = getattr(getattr(self._syncobj, "_SyncObj__transport", None), "guard", None)
+        guard = self._transport_guard()
         return dict(guard.message_counts()) if guard is not None else {}
+
+    def _transport_guard(self) -> Any:
+        """The guard of pysyncobj's transport (None before it exists)."""
+        return getattr(getattr(self._syncobj, "_SyncObj__transport", None), "guard", None)
 
     def _last_log_index(self) -> int:
         journal = getattr(self._syncobj, "_SyncObj__raftLog", None)

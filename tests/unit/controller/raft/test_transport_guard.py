@@ -8,6 +8,7 @@ and a peer's outgoing connection does pysyncobj's outgoing handshake.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
@@ -390,17 +391,25 @@ class Peer:
         self.received.append(message)
 
     def connected(self) -> bool:
-        return self.conn.state == CONNECTION_STATE.CONNECTED
+        return bool(self.conn.state == CONNECTION_STATE.CONNECTED)
 
 
+@contextlib.contextmanager
 def handshake(cipher: PeerCipher | None, *, server_cipher: PeerCipher | None,
-              guarded_peer: bool = True) -> tuple[Server, Peer, GuardedTcpConnection]:
+              guarded_peer: bool = True) -> Iterator[tuple[Server, Peer, GuardedTcpConnection]]:
+    """A server and a peer through pysyncobj's handshake; both closed when the block ends."""
     server = Server(TransportLimits(), cipher=server_cipher, answer_handshake=True)
-    peer = Peer(server, guarded=guarded_peer, cipher=cipher)
-    assert server.pump_until(lambda: bool(server.received) and peer.conn.sendRandKey, 2.0)
-    conn, message, _ = server.received[0]
-    assert message == ADDRESS and conn.is_authenticated
-    return server, peer, conn
+    peer: Peer | None = None
+    try:
+        peer = Peer(server, guarded=guarded_peer, cipher=cipher)
+        assert server.pump_until(lambda: bool(server.received) and peer.conn.sendRandKey, 2.0)
+        conn, message, _ = server.received[0]
+        assert message == ADDRESS and conn.is_authenticated
+        yield server, peer, conn
+    finally:
+        if peer is not None:
+            peer.conn.disconnect()
+        server.close()
 
 
 def heartbeat(n: int) -> dict[str, Any]:
@@ -408,8 +417,7 @@ def heartbeat(n: int) -> dict[str, Any]:
 
 
 def test_peers_offer_once_then_seal_every_message_both_ways() -> None:
-    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
-    try:
+    with handshake(CIPHER, server_cipher=CIPHER) as (server, peer, conn):
         # The peer sent its address, then its offer, which the server took (never handed on).
         assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
         assert [m for _, m, _ in server.received] == [ADDRESS]
@@ -438,14 +446,10 @@ def test_peers_offer_once_then_seal_every_message_both_ways() -> None:
         peer.conn.send(heartbeat(99))
         assert frames and is_sealed(frames[-1][4:])
         assert struct.unpack_from("i", frames[-1])[0] == len(frames[-1]) - 4
-    finally:
-        peer.conn.disconnect()
-        server.close()
 
 
 def test_a_reconnected_peer_negotiates_again() -> None:
-    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
-    try:
+    with handshake(CIPHER, server_cipher=CIPHER) as (server, peer, conn):
         assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
         conn.send(heartbeat(0))
         assert server.pump_until(lambda: peer.conn.peer_reads_sealed, 2.0)
@@ -464,16 +468,12 @@ def test_a_reconnected_peer_negotiates_again() -> None:
         assert peer.guard.message_counts()["offer_sent"] == 2
         assert peer.guard.message_counts()["sealed_sent"] == 1
         assert [m for _, m, _ in server.received[2:]] == [heartbeat(1), heartbeat(3)]
-    finally:
-        peer.conn.disconnect()
-        server.close()
 
 
 def test_a_peer_of_the_older_format_gets_fernet_and_is_read() -> None:
     # pysyncobj's own connection, no chunkraft at all: it disconnects on any message it cannot
     # decrypt, so staying connected means every message it got was Fernet.
-    server, old, conn = handshake(None, server_cipher=CIPHER, guarded_peer=False)
-    try:
+    with handshake(None, server_cipher=CIPHER, guarded_peer=False) as (server, old, conn):
         server.pump(0.05)
         # The handshake's key was the server's only message so far: no offer in the exchange
         # itself (pysyncobj's admin utility would take it for its command's answer).
@@ -491,15 +491,11 @@ def test_a_peer_of_the_older_format_gets_fernet_and_is_read() -> None:
         counts = server.guard.message_counts()
         assert counts["sealed_sent"] == 0 and counts["fernet_sent"] == 5
         assert counts["offer_sent"] == 1 and counts["offer_received"] == 0
-    finally:
-        old.conn.disconnect()
-        server.close()
 
 
 def test_a_node_without_a_cipher_never_offers_and_is_never_sealed_to() -> None:
     # The server plays a node of the older format (PeerCipher disabled); the peer is this one.
-    server, peer, conn = handshake(CIPHER, server_cipher=None)
-    try:
+    with handshake(CIPHER, server_cipher=None) as (server, peer, conn):
         # The peer's offer went on to the handler, as on an older node.
         assert server.pump_until(lambda: len(server.received) == 2, 2.0)
         assert server.received[1][1] == dict(SEALED_OFFER)
@@ -514,14 +510,10 @@ def test_a_node_without_a_cipher_never_offers_and_is_never_sealed_to() -> None:
         assert peer.guard.message_counts()["sealed_sent"] == 0
         assert server.guard.message_counts()["offer_sent"] == 0
         assert server.guard.closed_counts() == {}
-    finally:
-        peer.conn.disconnect()
-        server.close()
 
 
 def test_a_sealed_message_under_another_password_closes_the_connection() -> None:
-    server, peer, conn = handshake(CIPHER, server_cipher=CIPHER)
-    try:
+    with handshake(CIPHER, server_cipher=CIPHER) as (server, peer, conn):
         assert server.pump_until(lambda: conn.peer_reads_sealed, 2.0)
         forged = seal_message(PeerCipher("another", max_token_bytes=2 ** 20),
                               (peer.conn.sendRandKey, heartbeat(1)))
@@ -529,6 +521,3 @@ def test_a_sealed_message_under_another_password_closes_the_connection() -> None
         assert server.pump_until(
             lambda: server.guard.closed_counts().get("undecryptable") == 1, 2.0)
         assert [m for _, m, _ in server.received] == [ADDRESS]
-    finally:
-        peer.conn.disconnect()
-        server.close()
